@@ -1,0 +1,24 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Adapter for Nova's configuration start-up, used by our command lines."""
+
+from nova import config as nova_config
+
+
+def parse_args(argv, prog):
+    """Read Nova's configuration files and set up its databases.
+
+    Our command lines read the same files as nova-manage
+    (``--config-file``/``--config-dir``, default ``/etc/nova/nova.conf``).
+    """
+    nova_config.parse_args(argv, init_rpc=False, prog=prog)

@@ -1,0 +1,181 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Adapter for where Nova keeps a server: mappings, build requests, cells."""
+
+import time
+
+from nova import context as nova_context
+from nova import exception as nova_exception
+from nova import objects as nova_objects
+from nova.objects import cell_mapping
+from nova import thread_pool_factory
+from oslo_log import log as logging
+
+LOG = logging.getLogger(__name__)
+
+# How long a marker follow-up waits for a new server to leave its build
+# request for a cell (cell0 after a failed schedule, a real cell otherwise).
+_FOLLOW_UP_TIMEOUT = 120.0
+_FOLLOW_UP_MAX_INTERVAL = 2.0
+
+CELL0_UUID = cell_mapping.CellMapping.CELL0_UUID
+
+
+def register_nova_objects():
+    """Make sure Nova's objects are registered (nova-api does it too)."""
+    nova_objects.register_all()
+
+
+def get_mapping(context, instance_uuid):
+    """Return the InstanceMapping of a server, or None if it has none."""
+    try:
+        return nova_objects.InstanceMapping.get_by_instance_uuid(
+            context, instance_uuid)
+    except nova_exception.InstanceMappingNotFound:
+        return None
+
+
+def _get_build_request(context, instance_uuid):
+    try:
+        return nova_objects.BuildRequest.get_by_instance_uuid(
+            context, instance_uuid)
+    except nova_exception.BuildRequestNotFound:
+        return None
+
+
+def _get_cell_instance(context, cell_mapping, instance_uuid, attrs=()):
+    with nova_context.target_cell(context, cell_mapping) as cctxt:
+        try:
+            return nova_objects.Instance.get_by_uuid(
+                cctxt, instance_uuid, expected_attrs=list(attrs))
+        except nova_exception.InstanceNotFound:
+            return None
+
+
+def get_reservation_id(context, instance_uuid):
+    """Return the reservation id of a server wherever it is, or None."""
+    mapping = get_mapping(context, instance_uuid)
+    if mapping is None:
+        return None
+    if mapping.cell_mapping is None:
+        build_request = _get_build_request(context, instance_uuid)
+        if build_request is not None:
+            return build_request.instance.reservation_id
+        # Nova moved it to a cell meanwhile.
+        mapping = get_mapping(context, instance_uuid)
+        if mapping is None or mapping.cell_mapping is None:
+            return None
+    instance = _get_cell_instance(context, mapping.cell_mapping,
+                                  instance_uuid)
+    return instance.reservation_id if instance is not None else None
+
+
+def _set_in_cell(context, cell_mapping, instance_uuid, key, value):
+    with nova_context.target_cell(context, cell_mapping) as cctxt:
+        try:
+            instance = nova_objects.Instance.get_by_uuid(
+                cctxt, instance_uuid, expected_attrs=['system_metadata'])
+        except nova_exception.InstanceNotFound:
+            return False
+        if instance.system_metadata.get(key) == value:
+            return True
+        instance.system_metadata[key] = value
+        instance.save()
+        return True
+
+
+def _set_in_build_request(context, instance_uuid, key, value):
+    build_request = _get_build_request(context, instance_uuid)
+    if build_request is None:
+        return False
+    build_request.instance.system_metadata = dict(
+        build_request.instance.system_metadata, **{key: value})
+    try:
+        build_request.save()
+    except nova_exception.BuildRequestNotFound:
+        return False
+    return True
+
+
+def set_system_metadata(context, instance_uuid, key, value):
+    """Set a system_metadata key on a server, wherever it is now.
+
+    :returns: 'cell' when the server's instance in a cell has the key,
+        'build_request' when only its BuildRequest could be changed (the
+        conductor builds from the copy it was sent, so the cell instance
+        will need the key too), or None when the server is gone.
+    """
+    mapping = get_mapping(context, instance_uuid)
+    if mapping is None:
+        return None
+    if mapping.cell_mapping is None:
+        if _set_in_build_request(context, instance_uuid, key, value):
+            return 'build_request'
+        mapping = get_mapping(context, instance_uuid)
+        if mapping is None or mapping.cell_mapping is None:
+            return None
+    if _set_in_cell(context, mapping.cell_mapping, instance_uuid, key,
+                    value):
+        return 'cell'
+    return None
+
+
+def _follow_up(context, instance_uuids, key, value):
+    pending = list(instance_uuids)
+    deadline = time.monotonic() + _FOLLOW_UP_TIMEOUT
+    interval = 0.05
+    while pending and time.monotonic() < deadline:
+        time.sleep(interval)
+        interval = min(interval * 2, _FOLLOW_UP_MAX_INTERVAL)
+        for instance_uuid in list(pending):
+            try:
+                mapping = get_mapping(context, instance_uuid)
+                if mapping is None:
+                    pending.remove(instance_uuid)  # deleted meanwhile
+                elif mapping.cell_mapping is not None:
+                    _set_in_cell(context, mapping.cell_mapping,
+                                 instance_uuid, key, value)
+                    pending.remove(instance_uuid)
+            except Exception:
+                LOG.exception('Could not set system_metadata %s on '
+                              'instance %s', key, instance_uuid)
+                pending.remove(instance_uuid)
+    if pending:
+        LOG.warning('Instances %s did not reach a cell within %d seconds; '
+                    'system_metadata %s was not set on them.',
+                    ', '.join(pending), _FOLLOW_UP_TIMEOUT, key)
+
+
+def set_system_metadata_when_in_cell(context, instance_uuids, key, value):
+    """Set a system_metadata key on servers once Nova put them in a cell.
+
+    Runs in the background on Nova's default executor and gives up after a
+    bounded wait.
+    """
+    return thread_pool_factory.spawn(
+        _follow_up, context, instance_uuids, key, value)
+
+
+def get_instance_uuids_by_reservation(context, reservation_id):
+    """Return the uuids of every server created in one reservation."""
+    uuids = set()
+    build_requests = nova_objects.BuildRequestList.get_by_filters(
+        context, {'reservation_id': reservation_id})
+    uuids.update(br.instance_uuid for br in build_requests)
+    results = nova_context.scatter_gather_all_cells(
+        context, nova_objects.InstanceList.get_by_filters,
+        {'reservation_id': reservation_id}, expected_attrs=[])
+    for result in results.values():
+        if not nova_context.is_cell_failure_sentinel(result):
+            uuids.update(instance.uuid for instance in result)
+    return sorted(uuids)

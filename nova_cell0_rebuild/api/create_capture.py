@@ -1,0 +1,149 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The create flow: record how a server create was made, then let Nova act.
+
+The record is written *before* Nova handles ``POST /servers``, so that no
+server can exist without the plugin knowing whether it was created with
+personality files. Nova's answer then decides its fate: 202 completes it,
+anything else deletes it.
+"""
+
+from oslo_log import log as logging
+from oslo_serialization import jsonutils
+
+from nova_cell0_rebuild.adapters import nova_servers
+from nova_cell0_rebuild import objects
+
+LOG = logging.getLogger(__name__)
+
+#: The system_metadata key marking a server created with personality files.
+PERSONALITY_MARKER = 'created_with_personality_files'
+PERSONALITY_MARKER_VALUE = 'True'
+
+
+class RecordNotWritten(Exception):
+    """The create record could not be written; Nova must not act."""
+
+
+def _server_body(req):
+    """Return the "server" object of a create body, or None if unreadable."""
+    try:
+        body = jsonutils.loads(req.body)
+    except ValueError:
+        return None
+    if not isinstance(body, dict) or not isinstance(body.get('server'),
+                                                    dict):
+        return None
+    return body['server']
+
+
+def _personality_count(server):
+    personality = server.get('personality')
+    return len(personality) if isinstance(personality, list) else 0
+
+
+def build_record(context, request_id, microversion, server):
+    """A pending CreateRecord for a create request; nothing is written."""
+    return objects.CreateRecord(
+        context,
+        request_id=request_id,
+        status=objects.fields.CreateRecordStatus.PENDING,
+        project_id=context.project_id,
+        user_id=context.user_id,
+        microversion=microversion.get_string(),
+        personality_files=_personality_count(server),
+        requested_networks=server.get('networks'))
+
+
+def _created(resp):
+    """Return (instance_uuid, reservation_id) from Nova's 202 body."""
+    try:
+        body = jsonutils.loads(resp.body)
+    except ValueError:
+        return None, None
+    if not isinstance(body, dict):
+        return None, None
+    server = body.get('server')
+    if isinstance(server, dict):
+        return server.get('id'), None
+    return None, body.get('reservation_id')
+
+
+def _mark_personality(context, instance_uuid, reservation_id):
+    if reservation_id is not None:
+        uuids = nova_servers.get_instance_uuids_by_reservation(
+            context, reservation_id)
+    else:
+        uuids = [instance_uuid]
+    still_building = [
+        uuid for uuid in uuids
+        if nova_servers.set_system_metadata(
+            context, uuid, PERSONALITY_MARKER,
+            PERSONALITY_MARKER_VALUE) == 'build_request']
+    if still_building:
+        nova_servers.set_system_metadata_when_in_cell(
+            context, still_building, PERSONALITY_MARKER,
+            PERSONALITY_MARKER_VALUE)
+
+
+def complete(record, resp):
+    """Complete the record after Nova accepted the create.
+
+    Best effort: Nova has already created the server, so a failure here is
+    logged and never changes Nova's answer. The record itself stays and is
+    found by the create action's request id.
+    """
+    context = record._context.elevated()
+    try:
+        instance_uuid, reservation_id = _created(resp)
+        if reservation_id is None and instance_uuid is not None:
+            # Siblings of a multi-create share the reservation id; the
+            # response only names the first server.
+            reservation_id = nova_servers.get_reservation_id(
+                context, instance_uuid)
+        record.accept(instance_uuid=instance_uuid,
+                      reservation_id=reservation_id)
+        if record.created_with_personality_files:
+            _mark_personality(context, instance_uuid, reservation_id)
+    except Exception:
+        LOG.exception('Could not complete the create record of request %s',
+                      record.request_id)
+
+
+def capture(req, application, context, request_id, microversion):
+    """Record a server create around Nova's handling of it.
+
+    :returns: Nova's response, unchanged.
+    """
+    server = _server_body(req)
+    if server is None:
+        # Nova rejects what it cannot read; there is nothing to record.
+        return req.get_response(application)
+
+    record = build_record(context, request_id, microversion, server)
+    try:
+        record.create()
+    except Exception as exc:
+        # Letting Nova create the server anyway could leave one created
+        # with personality files that the plugin knows nothing about.
+        raise RecordNotWritten() from exc
+    try:
+        resp = req.get_response(application)
+    except Exception:
+        record.destroy()
+        raise
+    if resp.status_int == 202:
+        complete(record, resp)
+    else:
+        record.destroy()
+    return resp

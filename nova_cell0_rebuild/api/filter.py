@@ -1,0 +1,90 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The ``cell0_rebuild`` paste filter for nova-api's v2.1 pipelines.
+
+It must sit after ``keystonecontext``, which puts the request context in the
+environment. Requests it does not handle pass to Nova untouched.
+"""
+
+import re
+
+from oslo_config import cfg
+from oslo_log import log as logging
+import webob.dec
+import webob.exc
+
+from nova_cell0_rebuild._i18n import _
+from nova_cell0_rebuild.adapters import nova_api
+from nova_cell0_rebuild.adapters import nova_servers
+from nova_cell0_rebuild.api import create_capture
+from nova_cell0_rebuild import conf as plugin_conf
+from nova_cell0_rebuild import objects
+
+LOG = logging.getLogger(__name__)
+
+# Nova routes every resource with and without a leading project id.
+_PROJECT = r'(?:/[0-9a-f-]+)?'
+# POST /os-volumes_boot creates a server too, below microversion 2.103.
+CREATE_PATH = re.compile(r'^%s/(?:servers|os-volumes_boot)$' % _PROJECT)
+
+
+class Cell0RebuildFilter(object):
+    """Records server creates; see :mod:`nova_cell0_rebuild.api`."""
+
+    def __init__(self, application, conf):
+        self.application = application
+        self.conf = conf
+
+    @staticmethod
+    def _is_legacy_v2(req):
+        # The urlmap mounts the legacy pipeline at /v2 and v2.1 at /v2.1.
+        return req.script_name.rstrip('/').endswith('/v2')
+
+    def _create(self, req):
+        context = req.environ.get('nova.context')
+        request_id = req.environ.get('openstack.request_id')
+        version = nova_api.requested_version(
+            req, legacy_v2=self._is_legacy_v2(req))
+        if context is None or request_id is None or version is None:
+            # No context: the filter is misplaced, Nova answers 401 itself.
+            # No version: Nova rejects the header itself.
+            return req.get_response(self.application)
+        try:
+            return create_capture.capture(
+                req, self.application, context, request_id, version)
+        except create_capture.RecordNotWritten:
+            LOG.exception('Refusing server create %s: its create record '
+                          'could not be written', request_id)
+            return nova_api.fault(req, webob.exc.HTTPServiceUnavailable(
+                explanation=_('Server creation is unavailable: the '
+                              'cell0_rebuild create record could not be '
+                              'written. Please retry later.')), version)
+
+    @webob.dec.wsgify
+    def __call__(self, req):
+        if req.method == 'POST' and CREATE_PATH.match(req.path_info):
+            return self._create(req)
+        return self.application
+
+
+def filter_factory(global_conf, **local_conf):
+    """Paste filter factory: ``use = egg:nova-cell0-rebuild#cell0_rebuild``.
+    """
+    conf = cfg.CONF
+    plugin_conf.register_opts(conf)
+    nova_servers.register_nova_objects()
+    objects.register_all()
+
+    def _filter(application):
+        return Cell0RebuildFilter(application, conf)
+    return _filter

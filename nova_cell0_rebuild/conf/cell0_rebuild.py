@@ -1,0 +1,92 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The [cell0_rebuild] option group."""
+
+from oslo_config import cfg
+
+GROUP_NAME = 'cell0_rebuild'
+
+#: The gates shipped with the plugin, in the order they run by default.
+GATE_NAMES = ('state', 'lock', 'fault', 'record', 'personality', 'quota')
+
+cell0_rebuild_group = cfg.OptGroup(
+    GROUP_NAME,
+    title='Rebuild from cell0 options',
+    help="""
+Options for the nova-cell0-rebuild paste filter, which lets a server that
+Nova buried in cell0 after a failed create be rebuilt, so that it is
+scheduled again and keeps its UUID.
+""")
+
+ALL_OPTS = [
+    cfg.StrOpt(
+        'min_microversion',
+        default='2.104',
+        regex=r'^2\.(0|[1-9][0-9]*)$',
+        help="""
+The lowest compute API microversion at which a rebuild of a server in cell0
+is handled by this plugin instead of Nova.
+
+Requests below this microversion reach Nova unchanged, so clients that do not
+know about the plugin keep seeing Nova's own 409 response. The value must be
+between 2.57 (the first microversion without personality files in rebuild)
+and the maximum microversion of the installed Nova; nova-api refuses to load
+the filter otherwise. Lower it only to match what your reaper sends, for
+example 2.65 for CERN's Aardvark.
+"""),
+    cfg.ListOpt(
+        'enabled_gates',
+        default=list(GATE_NAMES),
+        help="""
+Ordered list of eligibility gates a rebuild from cell0 must pass.
+
+Each name is an entry point in the ``nova_cell0_rebuild.gates`` namespace.
+The first gate that refuses answers the request and nothing is changed.
+Built-in gates: %s. Add the name of your own gate to run it too; an unknown
+name stops nova-api from loading the filter. Removing a built-in gate removes
+a protection: only do it when you understand what it guards.
+""" % ', '.join(GATE_NAMES)),
+    cfg.BoolOpt(
+        'allow_unrecorded',
+        default=False,
+        help="""
+Allow rebuilding a server from cell0 when there is no create record for it.
+
+Servers created before the filter was added to the API pipeline have no
+create record, so the plugin cannot know whether they were created with
+personality files or which networks they asked for. Enable this only once
+you have checked those servers; they will be rebuilt with the networks
+Neutron allocates by default.
+"""),
+    cfg.StrOpt(
+        'connection',
+        secret=True,
+        help="""
+SQLAlchemy URL of the database that holds the plugin's tables.
+
+By default the tables live in the Nova API database (``[api_database]
+connection``), prefixed with ``cell0_rebuild_`` and versioned in their own
+alembic table, so they never interfere with Nova's own migrations. Set this
+only to keep them in a separate database.
+"""),
+]
+
+
+def register_opts(conf):
+    """Register the [cell0_rebuild] options on the given ConfigOpts."""
+    conf.register_group(cell0_rebuild_group)
+    conf.register_opts(ALL_OPTS, group=cell0_rebuild_group)
+
+
+def list_opts():
+    return {cell0_rebuild_group: ALL_OPTS}

@@ -1,0 +1,67 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Where the plugin's tables live, and transactions on them.
+
+By default the tables are in the Nova API database and every transaction
+runs through Nova's own API-database engine facade, so a write of ours and
+a write of Nova's can share one transaction. ``[cell0_rebuild] connection``
+moves them to a database of their own.
+"""
+
+import threading
+
+from nova.db.api import api as nova_api_db
+from oslo_config import cfg
+from oslo_db.sqlalchemy import enginefacade
+
+CONF = cfg.CONF
+
+_LOCK = threading.Lock()
+_OWN_FACADES = {}
+
+
+def _own_facade(connection):
+    with _LOCK:
+        facade = _OWN_FACADES.get(connection)
+        if facade is None:
+            facade = enginefacade.transaction_context()
+            facade.configure(connection=connection)
+            _OWN_FACADES[connection] = facade
+        return facade
+
+
+def get_context_manager(conf=CONF):
+    """Return the engine facade that owns the plugin's tables."""
+    connection = conf.cell0_rebuild.connection
+    if connection:
+        return _own_facade(connection)
+    return nova_api_db.context_manager
+
+
+def uses_nova_api_database(conf=CONF):
+    """Whether the plugin's tables share the Nova API database."""
+    return not conf.cell0_rebuild.connection
+
+
+def writer(context):
+    """A writer transaction on the plugin's tables, joined if one is open."""
+    return get_context_manager().writer.using(context)
+
+
+def reader(context):
+    """A reader transaction on the plugin's tables."""
+    return get_context_manager().reader.using(context)
+
+
+def get_engine(conf=CONF):
+    return get_context_manager(conf).writer.get_engine()

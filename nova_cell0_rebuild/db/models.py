@@ -1,0 +1,68 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""SQLAlchemy models of the plugin's tables.
+
+Every table carries the ``cell0_rebuild_`` prefix so that it can live in the
+Nova API database beside Nova's own tables without clashing.
+"""
+
+from oslo_db.sqlalchemy import models
+import sqlalchemy as sa
+from sqlalchemy.dialects import mysql
+from sqlalchemy import orm
+
+TABLE_PREFIX = 'cell0_rebuild_'
+
+# A create body is at most [oslo_middleware] max_request_body_size (114 KiB
+# by default), more than MySQL's TEXT holds.
+MediumText = sa.Text().with_variant(mysql.MEDIUMTEXT(), 'mysql')
+
+
+class _Base(models.TimestampMixin, models.ModelBase):
+    """Timestamps on every row, as in Nova's API database."""
+
+
+BASE = orm.declarative_base(cls=_Base)
+
+
+class CreateRecord(BASE):
+    """How a server create request was made, written before Nova acts.
+
+    One row per ``POST /servers`` request, keyed by its request id. It is
+    pending while Nova handles the request and accepted once Nova answered
+    202; it is deleted when Nova refused the request.
+    """
+
+    __tablename__ = TABLE_PREFIX + 'create_records'
+    __table_args__ = (
+        sa.UniqueConstraint(
+            'request_id',
+            name='uniq_cell0_rebuild_create_records0request_id'),
+        sa.Index('cell0_rebuild_create_records_instance_uuid_idx',
+                 'instance_uuid'),
+        sa.Index('cell0_rebuild_create_records_reservation_id_idx',
+                 'reservation_id'),
+        {'mysql_engine': 'InnoDB', 'mysql_charset': 'utf8mb4'},
+    )
+
+    id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
+    request_id = sa.Column(sa.String(255), nullable=False)
+    status = sa.Column(sa.String(16), nullable=False)
+    instance_uuid = sa.Column(sa.String(36), nullable=True)
+    reservation_id = sa.Column(sa.String(255), nullable=True)
+    project_id = sa.Column(sa.String(255), nullable=False)
+    user_id = sa.Column(sa.String(255), nullable=False)
+    microversion = sa.Column(sa.String(16), nullable=False)
+    personality_files = sa.Column(sa.Integer, nullable=False)
+    # The "networks" value of the request as JSON, NULL when it had none.
+    requested_networks = sa.Column(MediumText, nullable=True)

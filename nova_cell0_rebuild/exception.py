@@ -1,0 +1,39 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Exceptions of nova-cell0-rebuild."""
+
+from nova_cell0_rebuild._i18n import _
+
+
+class Cell0RebuildException(Exception):
+    """Base of the plugin's exceptions; formats ``msg_fmt`` with kwargs."""
+
+    msg_fmt = _('An unknown error occurred.')
+
+    def __init__(self, message=None, **kwargs):
+        self.kwargs = kwargs
+        if message is None:
+            message = self.msg_fmt % kwargs
+        super().__init__(message)
+
+
+class CreateRecordNotFound(Cell0RebuildException):
+    msg_fmt = _('No create record for %(key)s.')
+
+
+class CreateRecordExists(Cell0RebuildException):
+    msg_fmt = _('A create record for request %(request_id)s already exists.')
+
+
+class InvalidConfiguration(Cell0RebuildException):
+    msg_fmt = _('Invalid [cell0_rebuild] configuration: %(reason)s')
