@@ -21,7 +21,8 @@ target_metadata = models.BASE.metadata
 def include_object(object_, name, type_, reflected, compare_to):
     # Our tables may share the Nova API database: never look at Nova's.
     if type_ == 'table':
-        return name.startswith(models.TABLE_PREFIX)
+        return (name.startswith(models.TABLE_PREFIX) and
+                name != migration.VERSION_TABLE)
     return True
 
 
