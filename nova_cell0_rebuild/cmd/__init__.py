@@ -9,3 +9,11 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
+
+"""Command-line tools of nova-cell0-rebuild."""
+
+import warnings
+
+# Importing Nova pulls in eventlet, which warns on import that it is
+# deprecated; an operator running our commands cannot act on that.
+warnings.filterwarnings('ignore', message='\\s*Eventlet is deprecated')

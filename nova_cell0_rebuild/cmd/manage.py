@@ -80,5 +80,7 @@ def main(argv=None):
     try:
         return getattr(command, CONF.category.action_fn)()
     except Exception as exc:
-        print('%s: error: %s' % (PROG, exc), file=sys.stderr)
+        # One line an operator can read; the details are in the log.
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        print('%s: error: %s' % (PROG, reason), file=sys.stderr)
         return 1

@@ -1,0 +1,244 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The filter's create flow, in front of a stand-in for Nova."""
+
+from unittest import mock
+
+import fixtures
+
+from nova import context as nova_context
+from oslo_serialization import jsonutils
+import webob
+import webob.dec
+
+from nova_cell0_rebuild.adapters import nova_servers
+from nova_cell0_rebuild.api import create_capture
+from nova_cell0_rebuild.api import filter as cell0_filter
+from nova_cell0_rebuild import exception
+from nova_cell0_rebuild import objects
+from nova_cell0_rebuild.tests.unit import base
+
+SERVER_ID = 'c9a2b6f4-3e1d-4a8b-9c7d-1e2f3a4b5c6d'
+PROJECT = 'b0e2f1d4a3c5476d8e9f0a1b2c3d4e5f'
+
+
+class FakeNova(object):
+    """Answers like Nova and remembers what the filter let through."""
+
+    def __init__(self, test, status=202, body=None):
+        self.test = test
+        self.status = status
+        self.body = body if body is not None else {
+            'server': {'id': SERVER_ID}}
+        self.calls = []
+
+    @webob.dec.wsgify
+    def __call__(self, req):
+        # What the filter recorded is already there when Nova acts.
+        self.calls.append((req.method, req.path_info, req.body,
+                           self.test.pending_record()))
+        resp = webob.Response(status=self.status)
+        resp.json = self.body
+        return resp
+
+
+class FilterTestCase(base.DBTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.context = nova_context.RequestContext('user', PROJECT, is_admin=False)
+        self.reservation = self.useFixture(fixtures.MockPatch(
+            'nova_cell0_rebuild.adapters.nova_servers.get_reservation_id',
+            return_value='r-reserved')).mock
+
+    def pending_record(self):
+        try:
+            return objects.CreateRecord.get_by_request_id(
+                self.context, 'req-1')
+        except exception.CreateRecordNotFound:
+            return None
+
+    def _request(self, path='/servers', method='POST', body=None,
+                 version='2.1', script_name='/v2.1'):
+        req = webob.Request.blank(path, method=method)
+        req.script_name = script_name
+        if body is not None:
+            req.body = (body if isinstance(body, bytes)
+                        else jsonutils.dump_as_bytes(body))
+        if version:
+            req.headers['OpenStack-API-Version'] = 'compute %s' % version
+        req.environ['nova.context'] = self.context
+        req.environ['openstack.request_id'] = 'req-1'
+        return req
+
+    def _send(self, req, nova=None):
+        nova = nova or FakeNova(self)
+        app = cell0_filter.filter_factory({})(nova)
+        return req.get_response(app), nova
+
+    def _create_body(self, **server):
+        server.setdefault('name', 'vm')
+        server.setdefault('imageRef', 'image')
+        server.setdefault('flavorRef', '1')
+        return {'server': server}
+
+
+class TestPassThrough(FilterTestCase):
+
+    def test_other_requests_are_not_touched(self):
+        for method, path in (('GET', '/servers'),
+                             ('GET', '/servers/%s' % SERVER_ID),
+                             ('DELETE', '/servers/%s' % SERVER_ID),
+                             ('PUT', '/servers/%s' % SERVER_ID),
+                             ('POST', '/servers/%s/action' % SERVER_ID),
+                             ('POST', '/servers/detail'),
+                             ('POST', '/os-keypairs')):
+            resp, nova = self._send(self._request(path, method, body=b'x'))
+            self.assertEqual([(method, path, b'x', None)], nova.calls)
+        self.assertIsNone(self.pending_record())
+
+    def test_unreadable_create_is_left_to_nova(self):
+        for body in (b'{not json', b'[]', b'{"server": 3}', b'{}'):
+            resp, nova = self._send(self._request(body=body),
+                                    FakeNova(self, status=400, body={}))
+            self.assertEqual(400, resp.status_int)
+            self.assertEqual(1, len(nova.calls))
+        self.assertIsNone(self.pending_record())
+
+    def test_bad_version_header_is_left_to_nova(self):
+        for version in ('abc', '2.9999', '3.0'):
+            resp, nova = self._send(
+                self._request(body=self._create_body(), version=version),
+                FakeNova(self, status=400, body={}))
+            self.assertEqual(1, len(nova.calls))
+            self.assertIsNone(nova.calls[0][3])
+
+
+class TestCreateCapture(FilterTestCase):
+
+    def test_record_written_before_nova_then_accepted(self):
+        networks = [{'uuid': SERVER_ID, 'fixed_ip': '10.0.0.3'}]
+        resp, nova = self._send(self._request(
+            body=self._create_body(networks=networks)))
+        self.assertEqual(202, resp.status_int)
+        pending = nova.calls[0][3]
+        self.assertEqual('pending', pending.status)
+        self.assertEqual(networks, pending.requested_networks)
+        self.assertEqual(0, pending.personality_files)
+        self.assertEqual(('user', PROJECT, '2.1'),
+                         (pending.user_id, pending.project_id,
+                          pending.microversion))
+        record = self.pending_record()
+        self.assertEqual('accepted', record.status)
+        self.assertEqual(SERVER_ID, record.instance_uuid)
+        self.assertEqual('r-reserved', record.reservation_id)
+
+    def test_refused_create_leaves_no_record(self):
+        for status in (400, 403, 404, 409, 413, 500):
+            resp, nova = self._send(
+                self._request(body=self._create_body()),
+                FakeNova(self, status=status, body={'badRequest': {}}))
+            self.assertEqual(status, resp.status_int)
+            self.assertIsNotNone(nova.calls[0][3])
+            self.assertIsNone(self.pending_record())
+
+    def test_nova_raising_leaves_no_record(self):
+        class Boom(Exception):
+            pass
+
+        @webob.dec.wsgify
+        def broken(req):
+            raise Boom()
+        app = cell0_filter.filter_factory({})(broken)
+        self.assertRaises(Boom, self._request(
+            body=self._create_body()).get_response, app)
+        self.assertIsNone(self.pending_record())
+
+    def test_legacy_v2_create_is_recorded_as_2_0(self):
+        self._send(self._request(body=self._create_body(), version=None,
+                                 script_name='/v2'))
+        self.assertEqual('2.0', self.pending_record().microversion)
+
+    def test_no_version_header_is_2_1_and_latest_is_max(self):
+        self._send(self._request(body=self._create_body(), version=None))
+        self.assertEqual('2.1', self.pending_record().microversion)
+        self.pending_record().destroy()
+        self._send(self._request(body=self._create_body(),
+                                 version='latest'))
+        self.assertEqual('2.104', self.pending_record().microversion)
+
+    def test_project_id_in_url_and_volumes_boot(self):
+        for path in ('/%s/servers' % PROJECT, '/os-volumes_boot'):
+            self._send(self._request(path, body=self._create_body()))
+            self.assertIsNotNone(self.pending_record())
+            self.pending_record().destroy()
+
+    def test_reservation_id_answer(self):
+        self._send(self._request(body=self._create_body(min_count=2)),
+                   FakeNova(self, body={'reservation_id': 'r-given'}))
+        record = self.pending_record()
+        self.assertIsNone(record.instance_uuid)
+        self.assertEqual('r-given', record.reservation_id)
+        self.reservation.assert_not_called()
+
+    @mock.patch.object(nova_servers, 'get_instance_uuids_by_reservation',
+                       return_value=[SERVER_ID])
+    @mock.patch.object(nova_servers, 'set_system_metadata_when_in_cell')
+    @mock.patch.object(nova_servers, 'set_system_metadata',
+                       return_value='build_request')
+    def test_personality_marks_the_server(self, set_sysmeta, follow_up,
+                                          siblings):
+        files = [{'path': '/a', 'contents': 'YQ=='},
+                 {'path': '/b', 'contents': 'Yg=='}]
+        self._send(self._request(body=self._create_body(personality=files)))
+        record = self.pending_record()
+        self.assertEqual(2, record.personality_files)
+        set_sysmeta.assert_called_once_with(
+            mock.ANY, SERVER_ID, create_capture.PERSONALITY_MARKER, 'True')
+        follow_up.assert_called_once_with(
+            mock.ANY, [SERVER_ID], create_capture.PERSONALITY_MARKER, 'True')
+        # Found through the reservation, so multi-create siblings are too.
+        siblings.assert_called_once_with(mock.ANY, 'r-reserved')
+
+    @mock.patch.object(nova_servers, 'get_instance_uuids_by_reservation',
+                       return_value=['u1', 'u2'])
+    @mock.patch.object(nova_servers, 'set_system_metadata',
+                       side_effect=['cell', 'cell'])
+    def test_personality_multi_create_marks_every_sibling(
+            self, set_sysmeta, siblings):
+        body = self._create_body(personality=[{'path': '/a',
+                                               'contents': 'YQ=='}],
+                                 min_count=2, return_reservation_id=True)
+        self._send(self._request(body=body),
+                   FakeNova(self, body={'reservation_id': 'r-given'}))
+        siblings.assert_called_once_with(mock.ANY, 'r-given')
+        self.assertEqual(['u1', 'u2'],
+                         [c[0][1] for c in set_sysmeta.call_args_list])
+
+    def test_completion_failure_keeps_novas_answer(self):
+        self.reservation.side_effect = RuntimeError('cell down')
+        resp, nova = self._send(self._request(body=self._create_body()))
+        self.assertEqual(202, resp.status_int)
+        # The record stays, pending, and is found by its request id.
+        self.assertEqual('pending', self.pending_record().status)
+
+    def test_record_that_cannot_be_written_stops_the_create(self):
+        self.conf.set_override('connection', 'sqlite:////nonexistent/x.db',
+                               group='cell0_rebuild')
+        resp, nova = self._send(self._request(body=self._create_body()))
+        self.assertEqual(503, resp.status_int)
+        self.assertEqual([], nova.calls)
+        fault = resp.json['serviceUnavailable']
+        self.assertEqual(503, fault['code'])
+        self.assertIn('create record could not be written', fault['message'])
+        self.assertEqual('compute 2.1', resp.headers['OpenStack-API-Version'])

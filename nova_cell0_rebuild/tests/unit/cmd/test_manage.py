@@ -1,0 +1,63 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""nova-cell0-rebuild-manage, run as an operator runs it."""
+
+import os
+import subprocess
+import sys
+
+import fixtures
+from oslotest import base
+
+from nova_cell0_rebuild.db import migration
+
+
+class TestManage(base.BaseTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.tmp = self.useFixture(fixtures.TempDir()).path
+        self.db = os.path.join(self.tmp, 'cell0_rebuild.db')
+        self.config = os.path.join(self.tmp, 'nova.conf')
+        with open(self.config, 'w') as conf:
+            conf.write('[cell0_rebuild]\nconnection = sqlite:///%s\n'
+                       % self.db)
+
+    def _manage(self, *args):
+        proc = subprocess.run(
+            [sys.executable, '-c',
+             'import sys; from nova_cell0_rebuild.cmd import manage; '
+             'sys.exit(manage.main())',
+             '--config-file', self.config] + list(args),
+            capture_output=True, text=True, timeout=120)
+        return proc.returncode, proc.stdout, proc.stderr
+
+    def test_db_version_sync_version(self):
+        self.assertEqual((0, 'None\n'), self._manage('db', 'version')[:2])
+        code, out, err = self._manage('db', 'sync')
+        self.assertEqual(0, code, err)
+        self.assertIn(migration.head_version(), out)
+        self.assertEqual((0, migration.head_version() + '\n'),
+                         self._manage('db', 'version')[:2])
+
+    def test_error_is_one_line(self):
+        with open(self.config, 'w') as conf:
+            conf.write('[cell0_rebuild]\nconnection = sqlite:////no/dir/x.db\n')
+        code, out, err = self._manage('db', 'sync')
+        self.assertEqual(1, code)
+        self.assertEqual(1, len(err.strip().splitlines()), err)
+        self.assertIn('nova-cell0-rebuild-manage: error:', err)
+
+    def test_usage(self):
+        code, out, err = self._manage('db')
+        self.assertEqual(2, code)

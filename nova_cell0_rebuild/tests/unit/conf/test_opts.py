@@ -1,0 +1,64 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The [cell0_rebuild] options and their discovery."""
+
+from oslo_config import cfg
+from oslo_config import fixture as config_fixture
+from oslotest import base
+
+from nova_cell0_rebuild import conf as plugin_conf
+from nova_cell0_rebuild.conf import cell0_rebuild
+from nova_cell0_rebuild.conf import opts
+
+
+class TestOptions(base.BaseTestCase):
+
+    def setUp(self):
+        super().setUp()
+        # A private ConfigOpts: registration never needs the global one.
+        self.conf = self.useFixture(
+            config_fixture.Config(cfg.ConfigOpts())).conf
+        plugin_conf.register_opts(self.conf)
+
+    def test_defaults(self):
+        group = self.conf.cell0_rebuild
+        self.assertEqual('2.104', group.min_microversion)
+        self.assertEqual(['state', 'lock', 'fault', 'record', 'personality',
+                          'quota'], group.enabled_gates)
+        self.assertFalse(group.allow_unrecorded)
+        self.assertIsNone(group.connection)
+
+    def test_min_microversion_must_look_like_one(self):
+        for value in ('2.65', '2.0', '2.104'):
+            self.conf.set_override('min_microversion', value,
+                                   group='cell0_rebuild')
+            self.assertEqual(value, self.conf.cell0_rebuild.min_microversion)
+        for value in ('2.065', 'latest', '3', '2.x', ''):
+            self.assertRaises(ValueError, self.conf.set_override,
+                              'min_microversion', value,
+                              group='cell0_rebuild')
+
+    def test_list_opts_names_every_option(self):
+        listed = opts.list_opts()
+        self.assertEqual(1, len(listed))
+        group, options = listed[0]
+        self.assertEqual('cell0_rebuild', group.name)
+        self.assertEqual(
+            {'min_microversion', 'enabled_gates', 'allow_unrecorded',
+             'connection'}, {opt.name for opt in options})
+        self.assertTrue(all(opt.help.strip() for opt in options))
+
+    def test_connection_is_secret(self):
+        self.assertTrue(
+            [o for o in cell0_rebuild.ALL_OPTS
+             if o.name == 'connection'][0].secret)
