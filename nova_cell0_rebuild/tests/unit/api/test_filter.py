@@ -56,7 +56,8 @@ class FilterTestCase(base.DBTestCase):
 
     def setUp(self):
         super().setUp()
-        self.context = nova_context.RequestContext('user', PROJECT, is_admin=False)
+        self.context = nova_context.RequestContext('user', PROJECT,
+                                                   is_admin=False)
         self.reservation = self.useFixture(fixtures.MockPatch(
             'nova_cell0_rebuild.adapters.nova_servers.get_reservation_id',
             return_value='r-reserved')).mock

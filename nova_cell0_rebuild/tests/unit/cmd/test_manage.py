@@ -52,7 +52,8 @@ class TestManage(base.BaseTestCase):
 
     def test_error_is_one_line(self):
         with open(self.config, 'w') as conf:
-            conf.write('[cell0_rebuild]\nconnection = sqlite:////no/dir/x.db\n')
+            conf.write('[cell0_rebuild]\n'
+                       'connection = sqlite:////no/dir/x.db\n')
         code, out, err = self._manage('db', 'sync')
         self.assertEqual(1, code)
         self.assertEqual(1, len(err.strip().splitlines()), err)

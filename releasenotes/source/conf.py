@@ -1,0 +1,48 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Sphinx configuration for the nova-cell0-rebuild release notes."""
+
+# -- General configuration ----------------------------------------------------
+
+extensions = [
+    'openstackdocstheme',
+    'reno.sphinxext',
+]
+
+# openstackdocstheme options
+openstackdocs_repo_name = 'x/nova-cell0-rebuild'
+openstackdocs_bug_project = 'nova-cell0-rebuild'
+openstackdocs_bug_tag = 'releasenotes'
+openstackdocs_auto_name = False
+
+templates_path = ['_templates']
+master_doc = 'index'
+
+project = 'nova-cell0-rebuild Release Notes'
+copyright = '2026, The nova-cell0-rebuild Authors'
+
+# Release notes are not versioned by the docs; reno reads git.
+version = ''
+release = ''
+
+pygments_style = 'native'
+
+# -- Options for HTML output --------------------------------------------------
+
+html_theme = 'openstackdocs'
+html_static_path = ['_static']
+htmlhelp_basename = 'NovaCell0RebuildReleaseNotesdoc'
+
+# -- Options for Internationalization output ----------------------------------
+
+locale_dirs = ['locale/']
