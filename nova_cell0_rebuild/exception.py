@@ -37,3 +37,27 @@ class CreateRecordExists(Cell0RebuildException):
 
 class InvalidConfiguration(Cell0RebuildException):
     msg_fmt = _('Invalid [cell0_rebuild] configuration: %(reason)s')
+
+
+class RequestRefused(Cell0RebuildException):
+    """A request is refused; answered as a Nova-style fault.
+
+    :param status: the HTTP status of the answer (400, 403, 404, 409).
+    :param message: the fault's message, shown to the user.
+    """
+
+    def __init__(self, status, message):
+        self.status = status
+        super().__init__(message)
+
+
+class GateRefused(RequestRefused):
+    """An eligibility gate refused a rebuild from cell0."""
+
+    def __init__(self, gate, status, message):
+        self.gate = gate
+        super().__init__(status, message)
+
+
+class GateLoadError(InvalidConfiguration):
+    msg_fmt = _('Invalid [cell0_rebuild] enabled_gates: %(reason)s')

@@ -10,12 +10,46 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Adapter for Nova's compute API layer: microversions."""
+"""Adapter for Nova's compute API layer.
+
+Microversions, request schemas, policy, the translation of "networks", and
+the server view and faults Nova answers with.
+"""
 
 import microversion_parse
 from nova.api.openstack import api_version_request
+from nova.api.openstack.compute import servers as servers_api
 from nova.api.openstack import wsgi as nova_wsgi
+from nova.api.validation import validators
 from nova import exception as nova_exception
+from nova import policy as nova_policy
+from oslo_config import cfg
+import webob
+import webob.exc
+
+from nova_cell0_rebuild import exception
+from nova_cell0_rebuild import policies
+
+CONF = cfg.CONF
+
+#: Nova's rule for rebuilding a server, and for giving trusted certificates.
+NOVA_REBUILD_RULE = 'os_compute_api:servers:rebuild'
+NOVA_REBUILD_TRUSTED_CERTS_RULE = 'os_compute_api:servers:rebuild:trusted_certs'
+
+_CONTROLLER = None
+
+
+def _servers_controller():
+    global _CONTROLLER
+    if _CONTROLLER is None:
+        _CONTROLLER = servers_api.ServersController()
+    return _CONTROLLER
+
+
+def _nova_request(req, version):
+    nova_req = nova_wsgi.Request(req.environ)
+    nova_req.api_version_request = version
+    return nova_req
 
 APIVersion = api_version_request.APIVersionRequest
 
@@ -76,3 +110,101 @@ def fault(req, http_error, version=None):
     if version is not None:
         nova_req.api_version_request = version
     return nova_req.get_response(nova_wsgi.Fault(http_error))
+
+
+def validate_rebuild_body(req, body, version):
+    """Validate a rebuild action body with Nova's schema for *version*.
+
+    :raises: RequestRefused(400) with Nova's message.
+    """
+    schemas = servers_api.ServersController._rebuild.request_body_schemas
+    schema = schemas(_nova_request(req, version))
+    try:
+        validators._SchemaValidator(schema, False, True).validate(body)
+    except nova_exception.ValidationError as exc:
+        raise exception.RequestRefused(400, exc.format_message())
+
+
+def _enforcer():
+    nova_policy.init()
+    # Our rules are checked through Nova's enforcer, so that operators
+    # override them in Nova's policy file like any Nova rule.
+    enforcer = nova_policy._ENFORCER
+    for rule in policies.list_rules():
+        if rule.name not in enforcer.registered_rules:
+            enforcer.register_default(rule)
+    return enforcer
+
+
+def authorize(context, rule, target):
+    """Check a rule, Nova's or ours, for the caller.
+
+    :raises: RequestRefused(403) with Nova's message.
+    """
+    _enforcer()
+    try:
+        context.can(rule, target=target)
+    except nova_exception.PolicyNotAuthorized as exc:
+        raise exception.RequestRefused(403, exc.format_message())
+
+
+def requested_networks(networks):
+    """Nova's NetworkRequestList for a create's "networks" value, or None.
+
+    ``None`` (no "networks" in the create) stays None, which lets Neutron
+    allocate as it did for the original create.
+    """
+    if networks is None:
+        return None
+    try:
+        return _servers_controller()._get_requested_networks(networks)
+    except webob.exc.HTTPBadRequest as exc:
+        raise exception.RequestRefused(400, exc.explanation)
+
+
+def _since(req, version_string):
+    return api_version_request.is_supported(req, version_string)
+
+
+def rebuild_response(req, version, server_id, admin_password):
+    """Nova's 202 answer to a rebuild, for the server as it is now.
+
+    Built with Nova's own view builder and the same choices Nova's rebuild
+    handler makes for each microversion.
+    """
+    nova_req = _nova_request(req, version)
+    controller = _servers_controller()
+    context = nova_req.environ['nova.context']
+    instance = controller._get_server(context, nova_req, server_id,
+                                      is_detail=True)
+    show_all = _since(nova_req, '2.75')
+    view = controller._view_builder.show(
+        nova_req, instance,
+        extend_address=show_all, show_AZ=show_all,
+        show_config_drive=show_all,
+        show_extended_attr=None if show_all else False,
+        show_host_status=None if show_all else False,
+        show_keypair=_since(nova_req, '2.54'), show_srv_usg=show_all,
+        show_sec_grp=show_all, show_extended_status=show_all,
+        show_extended_volumes=show_all,
+        show_server_groups=_since(nova_req, '2.71'),
+        show_user_data=False)
+    if CONF.api.enable_instance_password:
+        view['server']['adminPass'] = admin_password
+    if _since(nova_req, '2.57'):
+        view['server']['user_data'] = instance.user_data
+    robj = nova_wsgi.ResponseObject(view)
+    robj._default_code = 202
+    servers_api.ServersController._add_location(robj)
+    resp = robj.serialize(nova_req, 'application/json')
+    _add_version_headers(resp, version)
+    return resp
+
+
+def _add_version_headers(resp, version):
+    resp.headers[nova_wsgi.API_VERSION_REQUEST_HEADER] = (
+        'compute ' + version.get_string())
+    resp.headers[nova_wsgi.LEGACY_API_VERSION_REQUEST_HEADER] = (
+        version.get_string())
+    resp.headers.add('Vary', nova_wsgi.API_VERSION_REQUEST_HEADER)
+    resp.headers.add('Vary', nova_wsgi.LEGACY_API_VERSION_REQUEST_HEADER)

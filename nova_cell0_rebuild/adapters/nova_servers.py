@@ -80,7 +80,9 @@ def get_reservation_id(context, instance_uuid):
     return instance.reservation_id if instance is not None else None
 
 
-def _set_in_cell(context, cell_mapping, instance_uuid, key, value):
+def set_cell_system_metadata(context, cell_mapping, instance_uuid, key,
+                             value):
+    """Set a system_metadata key on a server's instance in one cell."""
     with nova_context.target_cell(context, cell_mapping) as cctxt:
         try:
             instance = nova_objects.Instance.get_by_uuid(
@@ -124,8 +126,8 @@ def set_system_metadata(context, instance_uuid, key, value):
         mapping = get_mapping(context, instance_uuid)
         if mapping is None or mapping.cell_mapping is None:
             return None
-    if _set_in_cell(context, mapping.cell_mapping, instance_uuid, key,
-                    value):
+    if set_cell_system_metadata(context, mapping.cell_mapping,
+                                instance_uuid, key, value):
         return 'cell'
     return None
 
@@ -143,8 +145,9 @@ def _follow_up(context, instance_uuids, key, value):
                 if mapping is None:
                     pending.remove(instance_uuid)  # deleted meanwhile
                 elif mapping.cell_mapping is not None:
-                    _set_in_cell(context, mapping.cell_mapping,
-                                 instance_uuid, key, value)
+                    set_cell_system_metadata(
+                        context, mapping.cell_mapping, instance_uuid, key,
+                        value)
                     pending.remove(instance_uuid)
             except Exception:
                 LOG.exception('Could not set system_metadata %s on '

@@ -23,12 +23,12 @@ from oslo_serialization import jsonutils
 
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild import objects
+from nova_cell0_rebuild import system_metadata
 
 LOG = logging.getLogger(__name__)
 
-#: The system_metadata key marking a server created with personality files.
-PERSONALITY_MARKER = 'created_with_personality_files'
-PERSONALITY_MARKER_VALUE = 'True'
+PERSONALITY_MARKER = system_metadata.CREATED_WITH_PERSONALITY_FILES
+PERSONALITY_MARKER_VALUE = system_metadata.TRUE
 
 
 class RecordNotWritten(Exception):

@@ -27,7 +27,10 @@ from nova_cell0_rebuild._i18n import _
 from nova_cell0_rebuild.adapters import nova_api
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild.api import create_capture
+from nova_cell0_rebuild.api import rebuild as rebuild_flow
 from nova_cell0_rebuild import conf as plugin_conf
+from nova_cell0_rebuild import exception
+from nova_cell0_rebuild import gates
 from nova_cell0_rebuild import objects
 
 LOG = logging.getLogger(__name__)
@@ -36,14 +39,20 @@ LOG = logging.getLogger(__name__)
 _PROJECT = r'(?:/[0-9a-f-]+)?'
 # POST /os-volumes_boot creates a server too, below microversion 2.103.
 CREATE_PATH = re.compile(r'^%s/(?:servers|os-volumes_boot)$' % _PROJECT)
+ACTION_PATH = re.compile(r'^%s/servers/(?P<server_id>[^/]+)/action$'
+                         % _PROJECT)
 
 
 class Cell0RebuildFilter(object):
-    """Records server creates; see :mod:`nova_cell0_rebuild.api`."""
+    """Records server creates and rebuilds servers buried in cell0.
 
-    def __init__(self, application, conf):
+    :param rebuild: the RebuildFromCell0 handler.
+    """
+
+    def __init__(self, application, conf, rebuild):
         self.application = application
         self.conf = conf
+        self.rebuild = rebuild
 
     @staticmethod
     def _is_legacy_v2(req):
@@ -70,10 +79,29 @@ class Cell0RebuildFilter(object):
                               'cell0_rebuild create record could not be '
                               'written. Please retry later.')), version)
 
+    def _action(self, req, server_id):
+        body = rebuild_flow.rebuild_body(req)
+        version = nova_api.requested_version(
+            req, legacy_v2=self._is_legacy_v2(req))
+        mapping = self.rebuild.wants(req, body, version, server_id)
+        if mapping is None:
+            return req.get_response(self.application)
+        try:
+            return self.rebuild.handle(req, body, version, mapping,
+                                       server_id)
+        except exception.RequestRefused as refusal:
+            error = webob.exc.status_map[refusal.status](
+                explanation=str(refusal))
+            return nova_api.fault(req, error, version)
+
     @webob.dec.wsgify
     def __call__(self, req):
-        if req.method == 'POST' and CREATE_PATH.match(req.path_info):
-            return self._create(req)
+        if req.method == 'POST':
+            if CREATE_PATH.match(req.path_info):
+                return self._create(req)
+            action = ACTION_PATH.match(req.path_info)
+            if action:
+                return self._action(req, action.group('server_id'))
         return self.application
 
 
@@ -84,7 +112,13 @@ def filter_factory(global_conf, **local_conf):
     plugin_conf.register_opts(conf)
     nova_servers.register_nova_objects()
     objects.register_all()
+    # A wrong setting stops nova-api here, with the reason, rather than
+    # misbehaving on the first request.
+    min_version = rebuild_flow.check_min_microversion(
+        conf.cell0_rebuild.min_microversion)
+    rebuild = rebuild_flow.RebuildFromCell0(
+        conf, gates.load_gates(conf), min_version)
 
     def _filter(application):
-        return Cell0RebuildFilter(application, conf)
+        return Cell0RebuildFilter(application, conf, rebuild)
     return _filter

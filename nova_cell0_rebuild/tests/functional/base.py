@@ -13,11 +13,14 @@
 """Base class of the functional tests: real Nova 34 in one process."""
 
 from nova import context as nova_context
+from nova.db.main import api as main_db_api
 from nova import objects as nova_objects
 from nova import test
+from nova import utils
 from nova.tests import fixtures as nova_fixtures
 from nova.tests.functional import fixtures as func_fixtures
 from nova.tests.functional import integrated_helpers
+import sqlalchemy as sa
 
 from nova_cell0_rebuild.tests.functional import fixtures
 
@@ -40,6 +43,7 @@ class Cell0RebuildTestCase(integrated_helpers.InstanceHelperMixin,
         self.useFixture(nova_fixtures.RealPolicyFixture())
         self.neutron = self.useFixture(nova_fixtures.NeutronFixture(self))
         self.glance = self.useFixture(nova_fixtures.GlanceFixture(self))
+        self.image_id = self.glance.image1['id']
         self.placement = self.useFixture(
             func_fixtures.PlacementFixture()).api
         self.notifier = self.useFixture(
@@ -71,3 +75,37 @@ class Cell0RebuildTestCase(integrated_helpers.InstanceHelperMixin,
         mapping = nova_objects.InstanceMapping.get_by_instance_uuid(
             self.admin_context, server_id)
         return mapping.cell_mapping.uuid if mapping.cell_mapping else None
+
+    def _cell0(self):
+        return nova_objects.CellMapping.get_by_uuid(
+            self.admin_context, nova_objects.CellMapping.CELL0_UUID)
+
+    def _cell0_rows(self, server_id):
+        """How many rows of each cell0 table still belong to the server."""
+        with nova_context.target_cell(self.admin_context,
+                                      self._cell0()) as cctxt:
+            engine = main_db_api.get_engine(context=cctxt)
+        counts = {}
+        with engine.connect() as conn:
+            for table in sa.inspect(engine).get_table_names():
+                columns = {c['name'] for c in
+                           sa.inspect(engine).get_columns(table)}
+                for column in ('instance_uuid', 'uuid', 'resource_id'):
+                    if column in columns and (column != 'uuid' or
+                                              table == 'instances'):
+                        count = conn.execute(sa.text(
+                            'SELECT COUNT(*) FROM %s WHERE %s = :uuid'
+                            % (table, column)), {'uuid': server_id}).scalar()
+                        if count:
+                            counts[table] = count
+        return counts
+
+    def _rebuild(self, server_id, body=None, microversion='latest',
+                 api=None):
+        """POST a rebuild action; returns the raw response."""
+        api = api or self.api
+        body = body if body is not None else {'imageRef': self.image_id}
+        with utils.temporary_mutation(api, microversion=microversion):
+            return api.api_post('/servers/%s/action' % server_id,
+                                {'rebuild': body},
+                                check_response_status=False)

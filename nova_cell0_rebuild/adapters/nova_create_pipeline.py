@@ -1,0 +1,246 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Adapter for Nova's create pipeline: BuildRequest, mapping, conductor.
+
+A server buried in cell0 is handed back to the very pipeline that created
+it: a BuildRequest in the API database, an InstanceMapping pointing at no
+cell, its RequestSpec, and the conductor's ``schedule_and_build_instances``.
+"""
+
+from nova import block_device
+from nova.compute import power_state
+from nova.compute import task_states
+from nova.compute import vm_states
+from nova.conductor import api as conductor_api
+from nova import context as nova_context
+from nova.db.api import api as api_db_api
+from nova.db.api import models as api_models
+from nova import exception as nova_exception
+from nova.image import glance
+from nova.network import model as network_model
+from nova.network import neutron
+from nova import objects as nova_objects
+from nova.volume import cinder
+
+from nova_cell0_rebuild import exception
+
+# Instance fields a new BuildRequest must not inherit from the cell0 row:
+# database identity, placement on a host, and state a build sets afresh.
+_NOT_COPIED = frozenset([
+    'id', 'created_at', 'updated_at', 'deleted_at', 'deleted', 'cleaned',
+    'hidden', 'host', 'node', 'compute_id', 'launched_at', 'launched_on',
+    'terminated_at', 'cell_name', 'tags', 'fault', 'pci_devices', 'services',
+    'ec2_ids', 'migration_context', 'vcpu_model', 'resources', 'info_cache',
+    'security_groups', 'power_state', 'vm_state', 'task_state', 'progress',
+])
+_BDM_NOT_COPIED = frozenset(['id', 'instance', 'created_at', 'updated_at',
+                             'deleted_at', 'deleted'])
+
+
+class MoveConflict(exception.Cell0RebuildException):
+    msg_fmt = 'Instance %(uuid)s is no longer mapped to cell0.'
+
+
+def clone_bdms(bdms, new_image_id=None):
+    """Fresh BDM objects for a new build, every field marked as set.
+
+    Conductor writes the BDMs it is sent with ``update_or_create()``,
+    which writes only changed fields and refuses objects with an id.
+    """
+    clones = []
+    for bdm in bdms:
+        clone = nova_objects.BlockDeviceMapping()
+        for field in bdm.obj_fields:
+            if field not in _BDM_NOT_COPIED and bdm.obj_attr_is_set(field):
+                setattr(clone, field, getattr(bdm, field))
+        if (new_image_id is not None and clone.boot_index == 0 and
+                clone.source_type == 'image'):
+            clone.image_id = new_image_id
+        clones.append(clone)
+    return nova_objects.BlockDeviceMappingList(objects=clones)
+
+
+def new_build_request(context, instance, bdms, updates, new_image_id=None):
+    """A BuildRequest (not yet written) for a cell0 instance.
+
+    :param updates: instance fields the rebuild changes.
+    :param new_image_id: the new image of an image-backed server, if any.
+    """
+    new = nova_objects.Instance(context=context)
+    for field in instance.obj_fields:
+        if field not in _NOT_COPIED and instance.obj_attr_is_set(field):
+            setattr(new, field, getattr(instance, field))
+    for field in ('metadata', 'system_metadata'):
+        setattr(new, field, dict(getattr(instance, field)))
+    for field, value in updates.items():
+        setattr(new, field, value)
+    new.vm_state = vm_states.BUILDING
+    new.task_state = task_states.SCHEDULING
+    new.power_state = power_state.NOSTATE
+    new.progress = 0
+    new.info_cache = nova_objects.InstanceInfoCache(
+        instance_uuid=instance.uuid,
+        network_info=network_model.NetworkInfo())
+    new.security_groups = nova_objects.SecurityGroupList()
+    tags = nova_objects.TagList(objects=[
+        nova_objects.Tag(resource_id=instance.uuid, tag=tag.tag)
+        for tag in instance.tags])
+    build_request = nova_objects.BuildRequest(
+        context, instance=new, instance_uuid=instance.uuid,
+        project_id=instance.project_id,
+        block_device_mappings=clone_bdms(bdms, new_image_id), tags=tags)
+    # BuildRequest shows its own created_at as the server's: keep the
+    # server's original creation time.
+    build_request.created_at = instance.created_at
+    return build_request
+
+
+@api_db_api.context_manager.writer
+def _write_build_request_and_unmap(context, build_request, cell_id):
+    build_request.create()
+    unmapped = context.session.query(api_models.InstanceMapping).filter_by(
+        instance_uuid=build_request.instance_uuid, cell_id=cell_id).update(
+            {'cell_id': None}, synchronize_session=False)
+    if unmapped != 1:
+        # Rolls the BuildRequest back with the transaction.
+        raise MoveConflict(uuid=build_request.instance_uuid)
+
+
+def move_to_build_request(context, build_request, cell0):
+    """Write the BuildRequest and point the mapping at no cell, atomically.
+
+    The mapping changes only if it still points at cell0 (compare and
+    swap), so of two concurrent moves exactly one succeeds.
+
+    :raises: MoveConflict when the mapping no longer points at cell0 or a
+        BuildRequest for the server exists already.
+    """
+    try:
+        _write_build_request_and_unmap(context, build_request, cell0.id)
+    except nova_exception.BuildRequestAlreadyExists:
+        raise MoveConflict(uuid=build_request.instance_uuid)
+
+
+@api_db_api.context_manager.writer
+def _delete_build_request_and_remap(context, instance_uuid, cell_id):
+    remapped = context.session.query(api_models.InstanceMapping).filter_by(
+        instance_uuid=instance_uuid, cell_id=None).update(
+            {'cell_id': cell_id}, synchronize_session=False)
+    if remapped == 1:
+        context.session.query(api_models.BuildRequest).filter_by(
+            instance_uuid=instance_uuid).delete(synchronize_session=False)
+    return remapped == 1
+
+
+def move_back_to_cell0(context, instance_uuid, cell0):
+    """Undo :func:`move_to_build_request` while the cell0 rows still exist.
+
+    :returns: whether the mapping pointed at no cell and was restored.
+    """
+    return _delete_build_request_and_remap(context, instance_uuid, cell0.id)
+
+
+def claim(context, cell0, instance, task_state):
+    """Set a task state on the cell0 instance if it has none (CAS).
+
+    :raises: UnexpectedTaskStateError if another task holds it.
+    """
+    with nova_context.target_cell(context, cell0) as cctxt:
+        instance._context = cctxt
+        instance.task_state = task_state
+        instance.save(expected_task_state=[None])
+
+
+def release(context, cell0, instance, task_state):
+    """Clear a claim made by :func:`claim`, if it still holds."""
+    with nova_context.target_cell(context, cell0) as cctxt:
+        instance._context = cctxt
+        instance.task_state = None
+        try:
+            instance.save(expected_task_state=[task_state])
+        except (nova_exception.UnexpectedTaskStateError,
+                nova_exception.InstanceNotFound):
+            pass
+
+
+def destroy_cell0_instance(context, cell0, instance):
+    """Hard-delete every cell0 row of the instance.
+
+    Hard, not soft: soft-deleted rows would later make ``nova-manage db
+    archive_deleted_rows`` delete the mapping and RequestSpec of the
+    server that by then lives in another cell.
+    """
+    with nova_context.target_cell(context, cell0) as cctxt:
+        instance._context = cctxt
+        try:
+            instance.destroy(hard_delete=True)
+        except nova_exception.InstanceNotFound:
+            pass
+
+
+def restore_request_spec(context, build_request, networks, image):
+    """Load the server's RequestSpec and make it a fresh one-server create.
+
+    :param networks: NetworkRequestList or None.
+    :param image: the image dict the server is built from.
+    """
+    spec = nova_objects.RequestSpec.get_by_instance_uuid(
+        context, build_request.instance_uuid)
+    spec.num_instances = 1
+    spec.image = nova_objects.ImageMeta.from_dict(image)
+    spec.retry = None
+    spec.ignore_hosts = None
+    spec.reset_forced_destinations()
+    spec.save()
+    spec.requested_networks = (
+        networks or nova_objects.NetworkRequestList(objects=[]))
+    # Not persisted by Nova: recomputed from the ports as a create does.
+    network_metadata, port_groups, level_params = (
+        neutron.API().create_resource_requests(
+            context, networks,
+            nova_objects.InstancePCIRequests(requests=[])))
+    spec.requested_resources = list(port_groups or [])
+    if network_metadata is not None:
+        spec.network_metadata = network_metadata
+    if level_params is not None:
+        spec.request_level_params = level_params
+    return spec
+
+
+def image_for_build(context, build_request, prepared):
+    """The image dict conductor hands to compute, as a create computes it.
+
+    For a volume-backed server that is its volume's image metadata.
+    """
+    if not prepared.is_volume_backed:
+        return prepared.image
+    return block_device.get_bdm_image_metadata(
+        context, glance.API(), cinder.API(),
+        build_request.block_device_mappings, legacy_bdm=False)
+
+
+def schedule_and_build(context, build_request, request_spec, image,
+                       admin_password, networks, bdms):
+    """Cast Nova's own schedule_and_build_instances for the server.
+
+    :param bdms: from :func:`clone_bdms`; not the BuildRequest's own, which
+        were read back from the database with no field marked as changed.
+    """
+    conductor_api.ComputeTaskAPI().schedule_and_build_instances(
+        context, build_requests=[build_request],
+        request_spec=[request_spec], image=image,
+        admin_password=admin_password, injected_files=[],
+        requested_networks=networks,
+        block_device_mapping=bdms,
+        tags=build_request.tags)
+

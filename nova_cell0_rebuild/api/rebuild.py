@@ -1,0 +1,154 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The rebuild-from-cell0 flow: Nova's rebuild action for a cell0 server.
+
+Handled here only at a microversion of at least ``[cell0_rebuild]
+min_microversion`` and for a server mapped to cell0; everything else,
+including every refusal Nova itself would give for other servers, is left
+to Nova.
+"""
+
+from oslo_log import log as logging
+from oslo_serialization import jsonutils
+
+from nova_cell0_rebuild._i18n import _
+from nova_cell0_rebuild.adapters import nova_api
+from nova_cell0_rebuild.adapters import nova_compute
+from nova_cell0_rebuild.adapters import nova_create_pipeline
+from nova_cell0_rebuild.adapters import nova_servers
+from nova_cell0_rebuild import exception
+from nova_cell0_rebuild.gates import base as gates_base
+from nova_cell0_rebuild import objects
+from nova_cell0_rebuild.policies import rebuild as rebuild_policies
+from nova_cell0_rebuild.tasks import rebuild_from_cell0
+
+LOG = logging.getLogger(__name__)
+
+#: The lowest min_microversion: below it, rebuild still takes personality.
+LOWEST_MIN_MICROVERSION = '2.57'
+
+
+def check_min_microversion(value):
+    """Parse ``[cell0_rebuild] min_microversion`` for the installed Nova.
+
+    :raises: InvalidConfiguration when out of 2.57 .. Nova's maximum.
+    """
+    try:
+        version = nova_api.parse(value)
+    except ValueError as exc:
+        raise exception.InvalidConfiguration(reason=str(exc))
+    lowest = nova_api.parse(LOWEST_MIN_MICROVERSION)
+    if not version.matches(lowest, nova_api.max_version()):
+        raise exception.InvalidConfiguration(reason=_(
+            'min_microversion %(value)s is outside %(low)s .. %(high)s, '
+            'the maximum of the installed Nova') % {
+                'value': value, 'low': LOWEST_MIN_MICROVERSION,
+                'high': nova_api.max_version().get_string()})
+    return version
+
+
+def rebuild_body(req):
+    """The ``rebuild`` object of an action body, or None for other actions.
+
+    Bodies Nova cannot read (not JSON, not one key) are Nova's to refuse.
+    """
+    try:
+        body = jsonutils.loads(req.body)
+    except ValueError:
+        return None
+    if isinstance(body, dict) and list(body) == ['rebuild']:
+        return body
+    return None
+
+
+class RebuildFromCell0(object):
+    """Answer a rebuild action for a server in cell0.
+
+    :param gates: the loaded GateChain.
+    :param min_version: APIVersionRequest from which it applies.
+    """
+
+    #: Builds the move; tests replace it to inject faults.
+    task_factory = rebuild_from_cell0.RebuildFromCell0Task
+
+    def __init__(self, conf, gates, min_version):
+        self.conf = conf
+        self.gates = gates
+        self.min_version = min_version
+
+    def wants(self, req, body, version, server_id):
+        """The cell0 mapping of the server if the request is ours, or None.
+        """
+        context = req.environ.get('nova.context')
+        if body is None or version is None or context is None:
+            return None
+        if version < self.min_version:
+            return None
+        mapping = nova_servers.get_mapping(context.elevated(), server_id)
+        if (mapping is None or mapping.cell_mapping is None or
+                mapping.cell_mapping.uuid != nova_servers.CELL0_UUID):
+            return None
+        return mapping
+
+    def _load(self, context, instance, mapping):
+        cell0 = mapping.cell_mapping
+        bdms, fault, create_request_id = nova_compute.load_cell0_details(
+            context, cell0, instance.uuid)
+        try:
+            record = objects.CreateRecord.get_for_instance(
+                context, instance.uuid,
+                reservation_id=instance.reservation_id,
+                request_id=create_request_id)
+        except exception.CreateRecordNotFound:
+            record = None
+        server = gates_base.Cell0Server(
+            context=context, instance=instance, mapping=mapping,
+            cell0=cell0, record=record, fault=fault,
+            create_request_id=create_request_id)
+        return server, bdms
+
+    def handle(self, req, body, version, mapping, server_id):
+        """Run the rebuild; returns Nova's 202 answer.
+
+        :raises: RequestRefused, answered as a Nova-style fault.
+        """
+        context = req.environ['nova.context']
+        rebuild = body['rebuild']
+        # Nova's order: the body's schema, the server, then policy.
+        nova_api.validate_rebuild_body(req, body, version)
+        instance = nova_compute.get_server(context, server_id)
+        target = {'user_id': instance.user_id,
+                  'project_id': instance.project_id}
+        nova_api.authorize(context, nova_api.NOVA_REBUILD_RULE, target)
+        if 'trusted_image_certificates' in rebuild:
+            nova_api.authorize(
+                context, nova_api.NOVA_REBUILD_TRUSTED_CERTS_RULE, target)
+        nova_api.authorize(context, rebuild_policies.REBUILD_FROM_CELL0,
+                           target)
+
+        server, bdms = self._load(context, instance, mapping)
+        self.gates.check(server, rebuild)
+        prepared = nova_compute.prepare_rebuild(context, instance, bdms,
+                                                rebuild)
+        networks = nova_api.requested_networks(
+            server.record.requested_networks if server.record else None)
+        task = self.task_factory(context, server, prepared, networks, bdms)
+        try:
+            task.execute()
+        except (nova_compute.UnexpectedTaskState,
+                nova_create_pipeline.MoveConflict):
+            raise exception.RequestRefused(409, _(
+                "Instance %s is in an invalid state for 'rebuild' from "
+                "cell0: another rebuild is in progress.") % server_id)
+        return nova_api.rebuild_response(req, version, server_id,
+                                         prepared.admin_password)

@@ -1,0 +1,18 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The system_metadata keys the plugin writes on Nova instances."""
+
+#: Set on an instance whose create supplied personality files.
+CREATED_WITH_PERSONALITY_FILES = 'created_with_personality_files'
+#: Its value: Nova keeps system_metadata values as strings.
+TRUE = 'True'

@@ -1,0 +1,148 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Rebuilding a server buried in cell0, on real Nova."""
+
+import base64
+
+from nova import context as nova_context
+from nova import crypto
+from nova import objects as nova_objects
+from nova.tests import fixtures as nova_fixtures
+
+from nova_cell0_rebuild.tests.functional import base
+
+CELL0 = '00000000-0000-0000-0000-000000000000'
+
+# What a server looks like in the API, minus what a build changes.
+_BUILD_FIELDS = {
+    'status', 'OS-EXT-STS:vm_state', 'OS-EXT-STS:task_state',
+    'OS-EXT-STS:power_state', 'OS-SRV-USG:launched_at', 'updated',
+    'hostId', 'OS-EXT-SRV-ATTR:host', 'OS-EXT-SRV-ATTR:hypervisor_hostname',
+    'OS-EXT-SRV-ATTR:instance_name', 'addresses', 'fault', 'host_status',
+    'progress',
+    # Set from the host on a build ('' while in cell0), as for any create;
+    # the requested zone is kept in the RequestSpec, compared below.
+    'OS-EXT-AZ:availability_zone',
+    # Chosen by compute on a build.
+    'OS-EXT-SRV-ATTR:root_device_name',
+    # Nova shows security groups only for an instance built in a cell; the
+    # requested ones are kept in the RequestSpec, compared below.
+    'security_groups',
+}
+
+
+class RebuildFromCell0Test(base.Cell0RebuildTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.keypair = self.api.post_keypair({'keypair': {
+            'name': 'kp1', 'public_key': crypto.generate_key_pair()[1]}})
+        self.group = self.api.post_server_groups(
+            {'name': 'g1', 'policy': 'anti-affinity'})
+        self.port_id = self.neutron.port_1['id']
+
+    def _create_buried(self, **extra):
+        server = self._build_server(
+            name='srv1', image_uuid=self.image_id,
+            networks=[{'port': self.port_id}])
+        server.update({
+            'metadata': {'k1': 'v1', 'k2': 'v2'},
+            'tags': ['t1', 't2'],
+            'key_name': 'kp1',
+            'user_data': base64.b64encode(b'#!/bin/true').decode(),
+            'description': 'a server that failed to schedule',
+            'hostname': 'my-host-name',
+            'config_drive': True,
+            'block_device_mapping_v2': [{
+                'boot_index': 0, 'uuid': self.image_id,
+                'source_type': 'image', 'destination_type': 'local'}],
+        })
+        server.update(extra)
+        created = self.api.post_server({
+            'server': server,
+            'os:scheduler_hints': {'group': self.group['id']}})
+        return self._wait_for_state_change(created, 'ERROR')
+
+    def _snapshot(self, server_id):
+        """Everything design section 4 says a rebuild must keep."""
+        view = self.admin_api.get_server(server_id)
+        mapping = nova_objects.InstanceMapping.get_by_instance_uuid(
+            self.admin_context, server_id)
+        with nova_context.target_cell(self.admin_context,
+                                      mapping.cell_mapping) as cctxt:
+            instance = nova_objects.Instance.get_by_uuid(
+                cctxt, server_id, expected_attrs=[
+                    'system_metadata', 'metadata', 'flavor', 'keypairs',
+                    'trusted_certs', 'tags'])
+            bdms = nova_objects.BlockDeviceMappingList.get_by_instance_uuid(
+                cctxt, server_id)
+        spec = nova_objects.RequestSpec.get_by_instance_uuid(
+            self.admin_context, server_id)
+        group = nova_objects.InstanceGroup.get_by_uuid(
+            self.admin_context, self.group['id'])
+        return {
+            'view': {k: v for k, v in view.items() if k not in _BUILD_FIELDS},
+            'reservation_id': instance.reservation_id,
+            'launch_index': instance.launch_index,
+            'created_at': instance.created_at,
+            'user_data': instance.user_data,
+            'config_drive': instance.config_drive,
+            'hostname': instance.hostname,
+            'key_data': instance.key_data,
+            'keypairs': [kp.name for kp in instance.keypairs],
+            'flavor': instance.flavor.flavorid,
+            'requested_availability_zone': spec.availability_zone,
+            'metadata': instance.metadata,
+            # Compute adds boot_roles on a build; the rest is the user's.
+            'system_metadata': {k: v for k, v in
+                                instance.system_metadata.items()
+                                if k != 'boot_roles'},
+            'tags': sorted(t.tag for t in instance.tags),
+            'bdms': sorted((b.uuid, b.source_type, b.destination_type,
+                            b.boot_index, b.image_id, b.volume_id)
+                           for b in bdms),
+            'scheduler_hints': spec.scheduler_hints,
+            'security_groups': [sg.name for sg in spec.security_groups],
+            'group_members': group.members,
+            'project_user': (instance.project_id, instance.user_id),
+        }
+
+    def test_buried_then_capacity_then_rebuild_goes_active(self):
+        server = self._create_buried()
+        self.assertEqual(CELL0, self._mapped_cell_uuid(server['id']))
+        before = self._snapshot(server['id'])
+        self.assertIn('No valid host', server['fault']['message'])
+
+        self._start_compute('host1')
+        resp = self._rebuild(server['id'])
+        self.assertEqual(202, resp.status, resp.body)
+        self.assertEqual(server['id'], resp.body['server']['id'])
+        self.assertEqual('BUILD', resp.body['server']['status'])
+        # [api] enable_instance_password is on by default: Nova shows it.
+        self.assertTrue(resp.body['server']['adminPass'])
+
+        active = self._wait_for_state_change(resp.body['server'], 'ACTIVE')
+        self.assertEqual(server['id'], active['id'])
+        self.assertEqual('host1', self.admin_api.get_server(
+            server['id'])['OS-EXT-SRV-ATTR:host'])
+        self.assertEqual(self.cell_mappings['cell1'].uuid,
+                         self._mapped_cell_uuid(server['id']))
+        self.assertEqual({}, self._cell0_rows(server['id']))
+
+        after = self._snapshot(server['id'])
+        for key in before:
+            self.assertEqual(before[key], after[key], key)
+        # The requested port is the one attached.
+        port = self.neutron.show_port(self.port_id)['port']
+        self.assertEqual(server['id'], port['device_id'])
+        self.assertEqual('host1', port['binding:host_id'])
