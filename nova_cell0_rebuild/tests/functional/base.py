@@ -43,6 +43,7 @@ class Cell0RebuildTestCase(integrated_helpers.InstanceHelperMixin,
         self.useFixture(nova_fixtures.RealPolicyFixture())
         self.neutron = self.useFixture(nova_fixtures.NeutronFixture(self))
         self.glance = self.useFixture(nova_fixtures.GlanceFixture(self))
+        self.cinder = self.useFixture(nova_fixtures.CinderFixture(self))
         self.image_id = self.glance.image1['id']
         self.placement = self.useFixture(
             func_fixtures.PlacementFixture()).api
@@ -109,3 +110,15 @@ class Cell0RebuildTestCase(integrated_helpers.InstanceHelperMixin,
             return api.api_post('/servers/%s/action' % server_id,
                                 {'rebuild': body},
                                 check_response_status=False)
+
+    def _create_buried_server(self, microversion='latest', api=None,
+                              **server):
+        """Create a server while no compute exists; wait for its burial."""
+        api = api or self.api
+        body = self._build_server(image_uuid=server.pop('imageRef',
+                                                        self.image_id),
+                                  networks=server.pop('networks', 'none'))
+        body.update(server)
+        with utils.temporary_mutation(api, microversion=microversion):
+            created = api.post_server({'server': body})
+        return self._wait_for_state_change(created, 'ERROR')

@@ -146,3 +146,166 @@ class RebuildFromCell0Test(base.Cell0RebuildTestCase):
         port = self.neutron.show_port(self.port_id)['port']
         self.assertEqual(server['id'], port['device_id'])
         self.assertEqual('host1', port['binding:host_id'])
+
+
+class RebuildScenariosTest(base.Cell0RebuildTestCase):
+    """The rebuild paths a user meets, on real Nova."""
+
+    def _invalid_state_409(self, server_id):
+        return {'conflictingRequest': {
+            'code': 409,
+            'message': "Instance %s is in an invalid state for 'rebuild'"
+                       % server_id}}
+
+    def _assert_untouched(self, server, cell0_rows):
+        now = self.admin_api.get_server(server['id'])
+        self.assertEqual('ERROR', now['status'])
+        self.assertEqual(server['updated'], now['updated'])
+        self.assertEqual(CELL0, self._mapped_cell_uuid(server['id']))
+        self.assertEqual(cell0_rows, self._cell0_rows(server['id']))
+
+    def test_below_threshold_nova_answers_unchanged(self):
+        server = self._create_buried_server()
+        rows = self._cell0_rows(server['id'])
+        self._start_compute('host1')
+        for version in ('2.103', '2.56'):
+            resp = self._rebuild(server['id'], microversion=version)
+            self.assertEqual(409, resp.status)
+            self.assertEqual(self._invalid_state_409(server['id']),
+                             resp.body)
+        self._assert_untouched(server, rows)
+
+    def test_created_with_personality_files_is_refused(self):
+        personality = [{'path': '/etc/motd', 'contents': base64.b64encode(
+            b'hello').decode()}]
+        server = self._create_buried_server(
+            microversion='2.1', personality=personality,
+            networks=[{'uuid': self.neutron.network_1['id']}])
+        rows = self._cell0_rows(server['id'])
+        self._start_compute('host1')
+        resp = self._rebuild(server['id'])
+        self.assertEqual(409, resp.status)
+        message = resp.body['conflictingRequest']['message']
+        self.assertIn('created with personality files', message)
+        self.assertIn("created in a way that cannot support this request",
+                      message)
+        self.assertIn('Delete it and create it again', message)
+        self._assert_untouched(server, rows)
+
+    def test_boot_from_volume(self):
+        volume = nova_fixtures.CinderFixture.IMAGE_BACKED_VOL
+        server = self._create_buried_server(
+            imageRef='', block_device_mapping_v2=[{
+                'boot_index': 0, 'uuid': volume, 'source_type': 'volume',
+                'destination_type': 'volume'}])
+        self._start_compute('host1')
+        # Only the image in the volume can be asked for.
+        resp = self._rebuild(server['id'],
+                             {'imageRef': self.glance.image2['id']})
+        self.assertEqual(400, resp.status)
+        self.assertIn('volume-backed',
+                      resp.body['badRequest']['message'])
+        resp = self._rebuild(server['id'], {'imageRef': self.image_id})
+        self.assertEqual(202, resp.status, resp.body)
+        active = self._wait_for_state_change(server, 'ACTIVE')
+        self.assertEqual(
+            [volume], [v['id'] for v in
+                       active['os-extended-volumes:volumes_attached']])
+        self.assertEqual('', active['image'])
+
+    def test_rebuild_with_a_new_image(self):
+        server = self._create_buried_server()
+        self._start_compute('host1')
+        new_image = self.glance.image2['id']
+        resp = self._rebuild(server['id'], {'imageRef': new_image})
+        self.assertEqual(202, resp.status, resp.body)
+        self.assertEqual(new_image, resp.body['server']['image']['id'])
+        active = self._wait_for_state_change(server, 'ACTIVE')
+        self.assertEqual(new_image, active['image']['id'])
+        mapping = nova_objects.InstanceMapping.get_by_instance_uuid(
+            self.admin_context, server['id'])
+        with nova_context.target_cell(self.admin_context,
+                                      mapping.cell_mapping) as cctxt:
+            instance = nova_objects.Instance.get_by_uuid(
+                cctxt, server['id'], expected_attrs=['system_metadata'])
+            bdms = nova_objects.BlockDeviceMappingList.get_by_instance_uuid(
+                cctxt, server['id'])
+        self.assertEqual(new_image,
+                         instance.system_metadata['image_base_image_ref'])
+        self.assertEqual([new_image], [b.image_id for b in bdms
+                                       if b.boot_index == 0])
+
+    def test_rebuild_changes_what_the_body_asks(self):
+        server = self._create_buried_server()
+        self.api.post_keypair({'keypair': {
+            'name': 'kp2', 'public_key': crypto.generate_key_pair()[1]}})
+        self._start_compute('host1')
+        user_data = base64.b64encode(b'new user data').decode()
+        resp = self._rebuild(server['id'], {
+            'imageRef': self.image_id, 'name': 'renamed',
+            'metadata': {'new': 'meta'}, 'key_name': 'kp2',
+            'user_data': user_data, 'description': 'described',
+            'hostname': 'new-hostname'})
+        self.assertEqual(202, resp.status, resp.body)
+        self.assertEqual('renamed', resp.body['server']['name'])
+        active = self._wait_for_state_change(server, 'ACTIVE')
+        self.assertEqual('renamed', active['name'])
+        self.assertEqual({'new': 'meta'}, active['metadata'])
+        self.assertEqual('kp2', active['key_name'])
+        self.assertEqual(user_data, active['OS-EXT-SRV-ATTR:user_data'])
+        self.assertEqual('described', active['description'])
+        self.assertEqual('new-hostname', active['OS-EXT-SRV-ATTR:hostname'])
+
+    def test_still_no_capacity_buries_again_then_rebuilds(self):
+        server = self._create_buried_server()
+        resp = self._rebuild(server['id'])
+        self.assertEqual(202, resp.status, resp.body)
+        again = self._wait_for_state_change(resp.body['server'], 'ERROR')
+        self.assertEqual(server['id'], again['id'])
+        self.assertIn('No valid host', again['fault']['message'])
+        self.assertEqual(CELL0, self._mapped_cell_uuid(server['id']))
+        self.assertEqual(server['created'], again['created'])
+
+        self._start_compute('host1')
+        resp = self._rebuild(server['id'])
+        self.assertEqual(202, resp.status, resp.body)
+        active = self._wait_for_state_change(server, 'ACTIVE')
+        self.assertEqual(server['id'], active['id'])
+        self.assertEqual({}, self._cell0_rows(server['id']))
+
+    def test_multi_create_siblings_each_rebuilt(self):
+        first = self._create_buried_server(min_count=3, max_count=3,
+                                           name='sib')
+        siblings = self.api.get_servers(search_opts={
+            'reservation_id': first['OS-EXT-SRV-ATTR:reservation_id']})
+        self.assertEqual(3, len(siblings))
+        for sibling in siblings:
+            self._wait_for_state_change(sibling, 'ERROR')
+        self._start_compute('host1')
+        for sibling in siblings:
+            resp = self._rebuild(sibling['id'])
+            self.assertEqual(202, resp.status, resp.body)
+        for sibling in siblings:
+            active = self._wait_for_state_change(sibling, 'ACTIVE')
+            self.assertEqual(sibling['id'], active['id'])
+        self.assertEqual(
+            sorted(s['id'] for s in siblings),
+            sorted(s['id'] for s in self.api.get_servers(search_opts={
+                'reservation_id': first['OS-EXT-SRV-ATTR:reservation_id']})))
+
+
+class ReaperRebuildTest(base.Cell0RebuildTestCase):
+    """Aardvark sends only imageRef, at microversion 2.65."""
+
+    cell0_rebuild_conf = {'min_microversion': '2.65'}
+
+    def test_reaper_request(self):
+        server = self._create_buried_server()
+        self._start_compute('host1')
+        resp = self._rebuild(server['id'], microversion='2.64')
+        self.assertEqual(409, resp.status)
+        resp = self._rebuild(server['id'], {'imageRef': self.image_id},
+                             microversion='2.65')
+        self.assertEqual(202, resp.status, resp.body)
+        self.assertEqual('2.65', resp.headers['x-openstack-nova-api-version'])
+        self._wait_for_state_change(server, 'ACTIVE')
