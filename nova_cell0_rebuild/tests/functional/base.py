@@ -40,7 +40,7 @@ class Cell0RebuildTestCase(integrated_helpers.InstanceHelperMixin,
 
     def setUp(self):
         super().setUp()
-        self.useFixture(nova_fixtures.RealPolicyFixture())
+        self.policy = self.useFixture(nova_fixtures.RealPolicyFixture())
         self.neutron = self.useFixture(nova_fixtures.NeutronFixture(self))
         self.glance = self.useFixture(nova_fixtures.GlanceFixture(self))
         self.cinder = self.useFixture(nova_fixtures.CinderFixture(self))
