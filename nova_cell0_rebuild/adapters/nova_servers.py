@@ -96,45 +96,9 @@ def set_cell_system_metadata(context, cell_mapping, instance_uuid, key,
         return True
 
 
-def _set_in_build_request(context, instance_uuid, key, value):
-    build_request = _get_build_request(context, instance_uuid)
-    if build_request is None:
-        return False
-    build_request.instance.system_metadata = dict(
-        build_request.instance.system_metadata, **{key: value})
-    try:
-        build_request.save()
-    except nova_exception.BuildRequestNotFound:
-        return False
-    return True
-
-
-def set_system_metadata(context, instance_uuid, key, value):
-    """Set a system_metadata key on a server, wherever it is now.
-
-    :returns: 'cell' when the server's instance in a cell has the key,
-        'build_request' when only its BuildRequest could be changed (the
-        conductor builds from the copy it was sent, so the cell instance
-        will need the key too), or None when the server is gone.
-    """
-    mapping = get_mapping(context, instance_uuid)
-    if mapping is None:
-        return None
-    if mapping.cell_mapping is None:
-        if _set_in_build_request(context, instance_uuid, key, value):
-            return 'build_request'
-        mapping = get_mapping(context, instance_uuid)
-        if mapping is None or mapping.cell_mapping is None:
-            return None
-    if set_cell_system_metadata(context, mapping.cell_mapping,
-                                instance_uuid, key, value):
-        return 'cell'
-    return None
-
-
-def _follow_up(context, instance_uuids, key, value):
+def _watch(context, instance_uuids, on_placed, timeout):
     pending = list(instance_uuids)
-    deadline = time.monotonic() + _FOLLOW_UP_TIMEOUT
+    deadline = time.monotonic() + timeout
     interval = 0.05
     while pending and time.monotonic() < deadline:
         time.sleep(interval)
@@ -142,31 +106,67 @@ def _follow_up(context, instance_uuids, key, value):
         for instance_uuid in list(pending):
             try:
                 mapping = get_mapping(context, instance_uuid)
-                if mapping is None:
+                if mapping is None or mapping.queued_for_delete:
                     pending.remove(instance_uuid)  # deleted meanwhile
                 elif mapping.cell_mapping is not None:
-                    set_cell_system_metadata(
-                        context, mapping.cell_mapping, instance_uuid, key,
-                        value)
                     pending.remove(instance_uuid)
+                    on_placed(context, instance_uuid, mapping.cell_mapping)
             except Exception:
-                LOG.exception('Could not set system_metadata %s on '
-                              'instance %s', key, instance_uuid)
-                pending.remove(instance_uuid)
+                LOG.exception('Follow-up of instance %s failed',
+                              instance_uuid)
+                if instance_uuid in pending:
+                    pending.remove(instance_uuid)
     if pending:
         LOG.warning('Instances %s did not reach a cell within %d seconds; '
-                    'system_metadata %s was not set on them.',
-                    ', '.join(pending), _FOLLOW_UP_TIMEOUT, key)
+                    'their follow-up was given up.', ', '.join(pending),
+                    timeout)
 
 
-def set_system_metadata_when_in_cell(context, instance_uuids, key, value):
-    """Set a system_metadata key on servers once Nova put them in a cell.
+_WATCHES = []
 
-    Runs in the background on Nova's default executor and gives up after a
-    bounded wait.
+
+def when_placed(context, instance_uuids, on_placed,
+                timeout=_FOLLOW_UP_TIMEOUT):
+    """Call ``on_placed(context, uuid, cell_mapping)`` once Nova placed each.
+
+    A server being built lives in a BuildRequest until the conductor puts
+    it in a cell: cell0 when it could not be scheduled, a real cell
+    otherwise. This waits for that in the background, on Nova's default
+    executor, and gives up after *timeout* seconds.
     """
-    return thread_pool_factory.spawn(
-        _follow_up, context, instance_uuids, key, value)
+    future = thread_pool_factory.spawn(
+        _watch, context, list(instance_uuids), on_placed, timeout)
+    _WATCHES[:] = [w for w in _WATCHES if not w.done()] + [future]
+    return future
+
+
+def wait_for_watches(timeout):
+    """Wait for the background follow-ups still running (for tests)."""
+    deadline = time.monotonic() + timeout
+    for future in list(_WATCHES):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            break
+        try:
+            future.result(timeout=remaining)
+        except Exception:
+            pass
+
+
+def is_cell0(cell_mapping):
+    return cell_mapping is not None and cell_mapping.uuid == CELL0_UUID
+
+
+def still_in_cell0_or_building(context, instance_uuids):
+    """The servers among *instance_uuids* not yet placed in a real cell."""
+    waiting = []
+    for instance_uuid in instance_uuids:
+        mapping = get_mapping(context, instance_uuid)
+        if mapping is None or mapping.queued_for_delete:
+            continue
+        if mapping.cell_mapping is None or is_cell0(mapping.cell_mapping):
+            waiting.append(instance_uuid)
+    return waiting
 
 
 def get_instance_uuids_by_reservation(context, reservation_id):

@@ -22,14 +22,10 @@ from oslo_log import log as logging
 from oslo_serialization import jsonutils
 
 from nova_cell0_rebuild.adapters import nova_servers
+from nova_cell0_rebuild.api import record_keeping
 from nova_cell0_rebuild import objects
-from nova_cell0_rebuild import system_metadata
 
 LOG = logging.getLogger(__name__)
-
-PERSONALITY_MARKER = system_metadata.CREATED_WITH_PERSONALITY_FILES
-PERSONALITY_MARKER_VALUE = system_metadata.TRUE
-
 
 class RecordNotWritten(Exception):
     """The create record could not be written; Nova must not act."""
@@ -79,29 +75,15 @@ def _created(resp):
     return None, body.get('reservation_id')
 
 
-def _mark_personality(context, instance_uuid, reservation_id):
-    if reservation_id is not None:
-        uuids = nova_servers.get_instance_uuids_by_reservation(
-            context, reservation_id)
-    else:
-        uuids = [instance_uuid]
-    still_building = [
-        uuid for uuid in uuids
-        if nova_servers.set_system_metadata(
-            context, uuid, PERSONALITY_MARKER,
-            PERSONALITY_MARKER_VALUE) == 'build_request']
-    if still_building:
-        nova_servers.set_system_metadata_when_in_cell(
-            context, still_building, PERSONALITY_MARKER,
-            PERSONALITY_MARKER_VALUE)
-
-
 def complete(record, resp):
     """Complete the record after Nova accepted the create.
 
-    Best effort: Nova has already created the server, so a failure here is
-    logged and never changes Nova's answer. The record itself stays and is
-    found by the create action's request id.
+    Then follow the new servers: those created with personality files get
+    the system_metadata marker once Nova put them in a cell, and the record
+    goes once they all landed in a real cell. Best effort: Nova has already
+    created the server, so a failure here is logged and never changes
+    Nova's answer; the record stays and is found by the create action's
+    request id.
     """
     context = record._context.elevated()
     try:
@@ -113,8 +95,8 @@ def complete(record, resp):
                 context, instance_uuid)
         record.accept(instance_uuid=instance_uuid,
                       reservation_id=reservation_id)
-        if record.created_with_personality_files:
-            _mark_personality(context, instance_uuid, reservation_id)
+        record_keeping.follow(
+            context, record, record_keeping.servers_of(context, record))
     except Exception:
         LOG.exception('Could not complete the create record of request %s',
                       record.request_id)

@@ -27,6 +27,7 @@ from nova_cell0_rebuild._i18n import _
 from nova_cell0_rebuild.adapters import nova_api
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild.api import create_capture
+from nova_cell0_rebuild.api import record_keeping
 from nova_cell0_rebuild.api import rebuild as rebuild_flow
 from nova_cell0_rebuild import conf as plugin_conf
 from nova_cell0_rebuild import exception
@@ -41,6 +42,7 @@ _PROJECT = r'(?:/[0-9a-f-]+)?'
 CREATE_PATH = re.compile(r'^%s/(?:servers|os-volumes_boot)$' % _PROJECT)
 ACTION_PATH = re.compile(r'^%s/servers/(?P<server_id>[^/]+)/action$'
                          % _PROJECT)
+SERVER_PATH = re.compile(r'^%s/servers/(?P<server_id>[^/]+)$' % _PROJECT)
 
 
 class Cell0RebuildFilter(object):
@@ -94,8 +96,31 @@ class Cell0RebuildFilter(object):
                 explanation=str(refusal))
             return nova_api.fault(req, error, version)
 
+    def _delete(self, req, server_id):
+        context = req.environ.get('nova.context')
+        record = None
+        if context is not None:
+            try:
+                record = record_keeping.record_of_server(
+                    context.elevated(), server_id)
+            except Exception:
+                LOG.exception('Could not look up the create record of '
+                              'server %s', server_id)
+        resp = req.get_response(self.application)
+        if record is not None and resp.status_int == 204:
+            try:
+                record_keeping.forget_if_placed(context.elevated(), record)
+            except Exception:
+                LOG.exception('Could not delete the create record of '
+                              'server %s', server_id)
+        return resp
+
     @webob.dec.wsgify
     def __call__(self, req):
+        if req.method == 'DELETE':
+            server = SERVER_PATH.match(req.path_info)
+            if server:
+                return self._delete(req, server.group('server_id'))
         if req.method == 'POST':
             if CREATE_PATH.match(req.path_info):
                 return self._create(req)

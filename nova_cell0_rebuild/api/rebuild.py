@@ -26,6 +26,7 @@ from nova_cell0_rebuild.adapters import nova_api
 from nova_cell0_rebuild.adapters import nova_compute
 from nova_cell0_rebuild.adapters import nova_create_pipeline
 from nova_cell0_rebuild.adapters import nova_servers
+from nova_cell0_rebuild.api import record_keeping
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild.gates import base as gates_base
 from nova_cell0_rebuild import objects
@@ -150,5 +151,9 @@ class RebuildFromCell0(object):
             raise exception.RequestRefused(409, _(
                 "Instance %s is in an invalid state for 'rebuild' from "
                 "cell0: another rebuild is in progress.") % server_id)
+        if server.record is not None:
+            # Kept while the server may be buried again; gone once landed.
+            record_keeping.follow(context.elevated(), server.record,
+                                  [server.uuid])
         return nova_api.rebuild_response(req, version, server_id,
                                          prepared.admin_password)

@@ -22,10 +22,10 @@ import webob
 import webob.dec
 
 from nova_cell0_rebuild.adapters import nova_servers
-from nova_cell0_rebuild.api import create_capture
 from nova_cell0_rebuild.api import filter as cell0_filter
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild import objects
+from nova_cell0_rebuild import system_metadata
 from nova_cell0_rebuild.tests.unit import base
 
 SERVER_ID = 'c9a2b6f4-3e1d-4a8b-9c7d-1e2f3a4b5c6d'
@@ -192,39 +192,63 @@ class TestCreateCapture(FilterTestCase):
         self.assertEqual('r-given', record.reservation_id)
         self.reservation.assert_not_called()
 
-    @mock.patch.object(nova_servers, 'get_instance_uuids_by_reservation',
-                       return_value=[SERVER_ID])
-    @mock.patch.object(nova_servers, 'set_system_metadata_when_in_cell')
-    @mock.patch.object(nova_servers, 'set_system_metadata',
-                       return_value='build_request')
-    def test_personality_marks_the_server(self, set_sysmeta, follow_up,
-                                          siblings):
+    def _follow_ups(self, siblings):
+        self.useFixture(fixtures.MockPatchObject(
+            nova_servers, 'get_instance_uuids_by_reservation',
+            return_value=siblings))
+        return self.useFixture(fixtures.MockPatchObject(
+            nova_servers, 'when_placed')).mock
+
+    def test_new_servers_are_followed_until_placed(self):
+        when_placed = self._follow_ups([SERVER_ID, 'sibling'])
+        self._send(self._request(body=self._create_body()))
+        # Found through the reservation, so multi-create siblings are too.
+        when_placed.assert_called_once_with(
+            mock.ANY, sorted(['sibling', SERVER_ID]), mock.ANY)
+
+    def test_reservation_answer_follows_every_sibling(self):
+        when_placed = self._follow_ups(['u1', 'u2'])
+        body = self._create_body(min_count=2, return_reservation_id=True)
+        self._send(self._request(body=body),
+                   FakeNova(self, body={'reservation_id': 'r-given'}))
+        when_placed.assert_called_once_with(mock.ANY, ['u1', 'u2'],
+                                            mock.ANY)
+
+    @mock.patch.object(nova_servers, 'still_in_cell0_or_building',
+                       return_value=[])
+    @mock.patch.object(nova_servers, 'set_cell_system_metadata')
+    def test_personality_marker_once_placed(self, set_sysmeta, waiting):
+        when_placed = self._follow_ups([SERVER_ID])
         files = [{'path': '/a', 'contents': 'YQ=='},
                  {'path': '/b', 'contents': 'Yg=='}]
         self._send(self._request(body=self._create_body(personality=files)))
-        record = self.pending_record()
-        self.assertEqual(2, record.personality_files)
+        self.assertEqual(2, self.pending_record().personality_files)
+        on_placed = when_placed.call_args[0][2]
+        cell0 = mock.Mock(uuid=nova_servers.CELL0_UUID)
+        on_placed(self.context, SERVER_ID, cell0)
         set_sysmeta.assert_called_once_with(
-            mock.ANY, SERVER_ID, create_capture.PERSONALITY_MARKER, 'True')
-        follow_up.assert_called_once_with(
-            mock.ANY, [SERVER_ID], create_capture.PERSONALITY_MARKER, 'True')
-        # Found through the reservation, so multi-create siblings are too.
-        siblings.assert_called_once_with(mock.ANY, 'r-reserved')
+            self.context, cell0, SERVER_ID,
+            system_metadata.CREATED_WITH_PERSONALITY_FILES, 'True')
+        # Buried in cell0: the record stays for a rebuild.
+        waiting.assert_not_called()
+        self.assertIsNotNone(self.pending_record())
 
-    @mock.patch.object(nova_servers, 'get_instance_uuids_by_reservation',
-                       return_value=['u1', 'u2'])
-    @mock.patch.object(nova_servers, 'set_system_metadata',
-                       side_effect=['cell', 'cell'])
-    def test_personality_multi_create_marks_every_sibling(
-            self, set_sysmeta, siblings):
-        body = self._create_body(personality=[{'path': '/a',
-                                               'contents': 'YQ=='}],
-                                 min_count=2, return_reservation_id=True)
-        self._send(self._request(body=body),
-                   FakeNova(self, body={'reservation_id': 'r-given'}))
-        siblings.assert_called_once_with(mock.ANY, 'r-given')
-        self.assertEqual(['u1', 'u2'],
-                         [c[0][1] for c in set_sysmeta.call_args_list])
+    @mock.patch.object(nova_servers, 'still_in_cell0_or_building')
+    @mock.patch.object(nova_servers, 'set_cell_system_metadata')
+    def test_record_goes_once_every_sibling_landed(self, set_sysmeta,
+                                                   waiting):
+        when_placed = self._follow_ups([SERVER_ID, 'sibling'])
+        self._send(self._request(body=self._create_body()))
+        on_placed = when_placed.call_args[0][2]
+        cell1 = mock.Mock(uuid='cell1')
+        waiting.return_value = ['sibling']
+        on_placed(self.context, SERVER_ID, cell1)
+        self.assertIsNotNone(self.pending_record())
+        waiting.return_value = []
+        on_placed(self.context, 'sibling', cell1)
+        self.assertIsNone(self.pending_record())
+        # No personality files: no marker.
+        set_sysmeta.assert_not_called()
 
     def test_completion_failure_keeps_novas_answer(self):
         self.reservation.side_effect = RuntimeError('cell down')
