@@ -34,7 +34,8 @@ CONF = cfg.CONF
 
 #: Nova's rule for rebuilding a server, and for giving trusted certificates.
 NOVA_REBUILD_RULE = 'os_compute_api:servers:rebuild'
-NOVA_REBUILD_TRUSTED_CERTS_RULE = 'os_compute_api:servers:rebuild:trusted_certs'
+NOVA_REBUILD_TRUSTED_CERTS_RULE = (
+    'os_compute_api:servers:rebuild:trusted_certs')
 
 _CONTROLLER = None
 
@@ -50,6 +51,7 @@ def _nova_request(req, version):
     nova_req = nova_wsgi.Request(req.environ)
     nova_req.api_version_request = version
     return nova_req
+
 
 APIVersion = api_version_request.APIVersionRequest
 

@@ -108,16 +108,20 @@ def quota_refusal(context, instance):
 
     Nova's legacy quota counts a cell0 instance already (it scatter-gathers
     instances over every cell, cell0 included), so the check adds nothing;
-    counted from placement, its cores and RAM are not in use yet and are
-    added. The message is the one Nova's create answers with.
+    counted from placement (or with unified limits), its cores and RAM are
+    not in use yet and are added, its instance is not. The message is the
+    one Nova's create answers with.
     """
     flavor = instance.flavor
     try:
         if limit_utils.use_unified_limits():
             spec = nova_objects.RequestSpec.get_by_instance_uuid(
                 context, instance.uuid)
+            # Placement does not count the buried server's resources yet;
+            # its mapping already counts it as a server.
             placement_limits.enforce_num_instances_and_resources(
-                context, instance.project_id, spec, 0, 0)
+                context, instance.project_id, spec, 1, 1,
+                delta_updates={'servers': 0})
         elif CONF.quota.count_usage_from_placement:
             nova_objects.Quotas.check_deltas(
                 context, {'cores': flavor.vcpus, 'ram': flavor.memory_mb},

@@ -243,4 +243,3 @@ def schedule_and_build(context, build_request, request_spec, image,
         requested_networks=networks,
         block_device_mapping=bdms,
         tags=build_request.tags)
-

@@ -27,6 +27,7 @@ from nova_cell0_rebuild import objects
 
 LOG = logging.getLogger(__name__)
 
+
 class RecordNotWritten(Exception):
     """The create record could not be written; Nova must not act."""
 

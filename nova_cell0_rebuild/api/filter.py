@@ -27,8 +27,8 @@ from nova_cell0_rebuild._i18n import _
 from nova_cell0_rebuild.adapters import nova_api
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild.api import create_capture
-from nova_cell0_rebuild.api import record_keeping
 from nova_cell0_rebuild.api import rebuild as rebuild_flow
+from nova_cell0_rebuild.api import record_keeping
 from nova_cell0_rebuild import conf as plugin_conf
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild import gates

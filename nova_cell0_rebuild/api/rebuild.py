@@ -47,7 +47,9 @@ def check_min_microversion(value):
     try:
         version = nova_api.parse(value)
     except ValueError as exc:
-        raise exception.InvalidConfiguration(reason=str(exc))
+        raise exception.InvalidConfiguration(reason=_(
+            'min_microversion %(value)s is not a microversion: %(error)s')
+            % {'value': value, 'error': exc})
     lowest = nova_api.parse(LOWEST_MIN_MICROVERSION)
     if not version.matches(lowest, nova_api.max_version()):
         raise exception.InvalidConfiguration(reason=_(

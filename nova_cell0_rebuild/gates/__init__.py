@@ -21,6 +21,7 @@ from oslo_log import log as logging
 from stevedore import named
 
 from nova_cell0_rebuild import exception
+from nova_cell0_rebuild.gates import base
 
 LOG = logging.getLogger(__name__)
 
@@ -77,6 +78,10 @@ def load_gates(conf):
         on_load_failure_callback=_on_load_failure)
     gates = []
     for extension in manager:
+        if not isinstance(extension.obj, base.Gate):
+            raise exception.GateLoadError(reason=(
+                'gate %s is %r, not a nova_cell0_rebuild.gates.base.Gate'
+                % (extension.name, extension.obj)))
         extension.obj.name = extension.name
         gates.append(extension.obj)
     return GateChain(gates)

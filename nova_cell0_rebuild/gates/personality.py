@@ -12,10 +12,14 @@
 
 """Gate ``personality``: personality files cannot be re-applied."""
 
+from oslo_log import log as logging
+
 from nova_cell0_rebuild._i18n import _
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild.gates import base
 from nova_cell0_rebuild import system_metadata
+
+LOG = logging.getLogger(__name__)
 
 MESSAGE = _(
     'Instance %s was created with personality files, which Nova does not '
@@ -40,8 +44,13 @@ class PersonalityGate(base.Gate):
         if not (marked or recorded):
             return
         if not marked:
-            nova_servers.set_cell_system_metadata(
-                server.context.elevated(), server.cell0, server.uuid,
-                system_metadata.CREATED_WITH_PERSONALITY_FILES,
-                system_metadata.TRUE)
+            try:
+                nova_servers.set_cell_system_metadata(
+                    server.context.elevated(), server.cell0, server.uuid,
+                    system_metadata.CREATED_WITH_PERSONALITY_FILES,
+                    system_metadata.TRUE)
+            except Exception:
+                # The refusal matters, the marker is a convenience.
+                LOG.exception('Could not mark instance %s as created with '
+                              'personality files', server.uuid)
         self.refuse(409, MESSAGE % server.uuid)

@@ -16,10 +16,10 @@ from nova import context as nova_context
 from nova.db.main import api as main_db_api
 from nova import objects as nova_objects
 from nova import test
-from nova import utils
 from nova.tests import fixtures as nova_fixtures
 from nova.tests.functional import fixtures as func_fixtures
 from nova.tests.functional import integrated_helpers
+from nova import utils
 import sqlalchemy as sa
 
 from nova_cell0_rebuild.tests.functional import fixtures

@@ -1,0 +1,71 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""nova-api refuses to start with a wrong [cell0_rebuild] setting."""
+
+from nova_cell0_rebuild.api import filter as cell0_filter
+from nova_cell0_rebuild import exception
+from nova_cell0_rebuild.tests.unit import base
+
+
+def _nova(environ, start_response):
+    start_response('204 No Content', [])
+    return [b'']
+
+
+class TestFilterFactory(base.TestCase):
+
+    def _override(self, name, value):
+        self.conf.set_override(name, value, group='cell0_rebuild')
+
+    def test_default_configuration_starts(self):
+        app = cell0_filter.filter_factory({})(_nova)
+        self.assertIsInstance(app, cell0_filter.Cell0RebuildFilter)
+        self.assertIs(_nova, app.application)
+        self.assertEqual('2.104', app.rebuild.min_version.get_string())
+        self.assertEqual(
+            ['state', 'lock', 'fault', 'record', 'personality', 'quota'],
+            app.rebuild.gates.names)
+
+    def test_configured_threshold_is_used(self):
+        self._override('min_microversion', '2.65')
+        app = cell0_filter.filter_factory({})(_nova)
+        self.assertEqual('2.65', app.rebuild.min_version.get_string())
+
+    def test_threshold_below_2_57_stops_the_start(self):
+        self._override('min_microversion', '2.56')
+        error = self.assertRaises(exception.InvalidConfiguration,
+                                  cell0_filter.filter_factory, {})
+        self.assertIn('min_microversion 2.56 is outside 2.57 .. 2.104',
+                      str(error))
+
+    def test_threshold_above_novas_maximum_stops_the_start(self):
+        self._override('min_microversion', '2.105')
+        error = self.assertRaises(exception.InvalidConfiguration,
+                                  cell0_filter.filter_factory, {})
+        self.assertIn('min_microversion 2.105 is outside 2.57 .. 2.104',
+                      str(error))
+
+    def test_unknown_gate_stops_the_start(self):
+        self._override('enabled_gates', ['state', 'lock', 'typo'])
+        error = self.assertRaises(exception.GateLoadError,
+                                  cell0_filter.filter_factory, {})
+        message = str(error)
+        self.assertIn('Invalid [cell0_rebuild] enabled_gates', message)
+        self.assertIn('typo', message)
+        self.assertIn('nova_cell0_rebuild.gates', message)
+
+    def test_duplicate_gate_stops_the_start(self):
+        self._override('enabled_gates', ['quota', 'quota'])
+        error = self.assertRaises(exception.GateLoadError,
+                                  cell0_filter.filter_factory, {})
+        self.assertIn('listed more than once: quota', str(error))
