@@ -61,3 +61,22 @@ class GateRefused(RequestRefused):
 
 class GateLoadError(InvalidConfiguration):
     msg_fmt = _('Invalid [cell0_rebuild] enabled_gates: %(reason)s')
+
+
+class MoveInProgress(Cell0RebuildException):
+    msg_fmt = _('A move of instance %(uuid)s out of cell0 is in progress.')
+
+
+class MoveInterrupted(Cell0RebuildException):
+    """A move was left in progress by a process that stopped."""
+
+    msg_fmt = _('The move of instance %(uuid)s out of cell0 was '
+                'interrupted at step %(step)s.')
+
+    def __init__(self, journal):
+        self.journal = journal
+        super().__init__(uuid=journal.instance_uuid, step=journal.step)
+
+
+class JournalConflict(Cell0RebuildException):
+    msg_fmt = _('The move journal of instance %(uuid)s changed under us.')

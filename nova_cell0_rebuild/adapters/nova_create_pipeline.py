@@ -106,40 +106,126 @@ def new_build_request(context, instance, bdms, updates, new_image_id=None):
 
 
 @api_db_api.context_manager.writer
-def _write_build_request_and_unmap(context, build_request, cell_id):
+def _write_build_request_and_unmap(context, build_request, cell_id, also):
     build_request.create()
     unmapped = context.session.query(api_models.InstanceMapping).filter_by(
-        instance_uuid=build_request.instance_uuid, cell_id=cell_id).update(
+        instance_uuid=build_request.instance_uuid, cell_id=cell_id,
+        queued_for_delete=False).update(
             {'cell_id': None}, synchronize_session=False)
     if unmapped != 1:
         # Rolls the BuildRequest back with the transaction.
         raise MoveConflict(uuid=build_request.instance_uuid)
+    if also is not None:
+        also()
 
 
-def move_to_build_request(context, build_request, cell0):
+def move_to_build_request(context, build_request, cell0, also=None):
     """Write the BuildRequest and point the mapping at no cell, atomically.
 
-    The mapping changes only if it still points at cell0 (compare and
-    swap), so of two concurrent moves exactly one succeeds.
+    The mapping changes only if it still points at cell0 and the server is
+    not being deleted (compare and swap), so of two concurrent moves
+    exactly one succeeds and a deleted server never moves.
 
+    :param also: called inside the same API-database transaction (the
+        journal's step, when the plugin's tables share that database).
     :raises: MoveConflict when the mapping no longer points at cell0 or a
         BuildRequest for the server exists already.
     """
     try:
-        _write_build_request_and_unmap(context, build_request, cell0.id)
+        _write_build_request_and_unmap(context, build_request, cell0.id,
+                                       also)
     except nova_exception.BuildRequestAlreadyExists:
         raise MoveConflict(uuid=build_request.instance_uuid)
 
 
+def build_request_pending(context, instance_uuid):
+    """The server's BuildRequest if it still waits for the conductor."""
+    mapping = get_mapping(context, instance_uuid)
+    if mapping is None or mapping.queued_for_delete or mapping.cell_mapping:
+        return None
+    try:
+        return nova_objects.BuildRequest.get_by_instance_uuid(
+            context, instance_uuid)
+    except nova_exception.BuildRequestNotFound:
+        return None
+
+
+def get_cell0(context):
+    return nova_objects.CellMapping.get_by_uuid(
+        context, nova_objects.CellMapping.CELL0_UUID)
+
+
+def cell0_instance(context, cell0, instance_uuid):
+    """The server's instance row in cell0, or None."""
+    with nova_context.target_cell(context, cell0) as cctxt:
+        try:
+            return nova_objects.Instance.get_by_uuid(cctxt, instance_uuid)
+        except nova_exception.InstanceNotFound:
+            return None
+
+
+def drop_build_request(context, instance_uuid):
+    """Delete a server's BuildRequest, if any (the server is deleted)."""
+    try:
+        nova_objects.BuildRequest.get_by_instance_uuid(
+            context, instance_uuid).destroy()
+    except nova_exception.BuildRequestNotFound:
+        pass
+
+
+def get_mapping(context, instance_uuid):
+    try:
+        return nova_objects.InstanceMapping.get_by_instance_uuid(
+            context, instance_uuid)
+    except nova_exception.InstanceMappingNotFound:
+        return None
+
+
 @api_db_api.context_manager.writer
-def _delete_build_request_and_remap(context, instance_uuid, cell_id):
+def _remap_to_cell0_and_drop_build_request(context, instance_uuid, cell_id):
     remapped = context.session.query(api_models.InstanceMapping).filter_by(
-        instance_uuid=instance_uuid, cell_id=None).update(
+        instance_uuid=instance_uuid, cell_id=None,
+        queued_for_delete=False).update(
             {'cell_id': cell_id}, synchronize_session=False)
-    if remapped == 1:
-        context.session.query(api_models.BuildRequest).filter_by(
-            instance_uuid=instance_uuid).delete(synchronize_session=False)
-    return remapped == 1
+    deleted = context.session.query(api_models.BuildRequest).filter_by(
+        instance_uuid=instance_uuid).delete(synchronize_session=False)
+    if remapped != 1 or deleted != 1:
+        raise MoveConflict(uuid=instance_uuid)
+
+
+def bury_again(context, cell0, build_request, fault_message):
+    """Put a server whose move failed back in cell0, in ERROR, as it was.
+
+    What the conductor's burial does, for a move that lost its cell0 rows
+    before the conductor was reached: the instance is written to cell0 from
+    its BuildRequest with its BDMs, tags and the fault it was buried with,
+    then its mapping points at cell0 again and the BuildRequest goes.
+
+    :returns: False when the server was deleted (or taken by the
+        conductor) meanwhile; nothing is left in cell0 then.
+    """
+    instance = build_request.get_new_instance(context)
+    instance.vm_state = vm_states.ERROR
+    instance.task_state = None
+    with nova_context.target_cell(context, cell0) as cctxt:
+        instance._context = cctxt
+        instance.create()
+        for bdm in clone_bdms(build_request.block_device_mappings):
+            bdm._context = cctxt
+            bdm.instance_uuid = instance.uuid
+            bdm.create()
+        nova_objects.TagList.create(
+            cctxt, instance.uuid, [tag.tag for tag in build_request.tags])
+        nova_objects.InstanceFault(
+            cctxt, instance_uuid=instance.uuid, code=500,
+            message=fault_message or '', details='', host=None).create()
+    try:
+        _remap_to_cell0_and_drop_build_request(context, instance.uuid,
+                                               cell0.id)
+    except MoveConflict:
+        destroy_cell0_instance(context, cell0, instance)
+        return False
+    return True
 
 
 def move_back_to_cell0(context, instance_uuid, cell0):
@@ -147,7 +233,12 @@ def move_back_to_cell0(context, instance_uuid, cell0):
 
     :returns: whether the mapping pointed at no cell and was restored.
     """
-    return _delete_build_request_and_remap(context, instance_uuid, cell0.id)
+    try:
+        _remap_to_cell0_and_drop_build_request(context, instance_uuid,
+                                               cell0.id)
+    except MoveConflict:
+        return False
+    return True
 
 
 def claim(context, cell0, instance, task_state):
@@ -161,12 +252,15 @@ def claim(context, cell0, instance, task_state):
         instance.save(expected_task_state=[None])
 
 
-def release(context, cell0, instance, task_state):
+def release(context, cell0, instance_uuid, task_state):
     """Clear a claim made by :func:`claim`, if it still holds."""
     with nova_context.target_cell(context, cell0) as cctxt:
-        instance._context = cctxt
-        instance.task_state = None
         try:
+            instance = nova_objects.Instance.get_by_uuid(cctxt,
+                                                         instance_uuid)
+            if instance.task_state != task_state:
+                return
+            instance.task_state = None
             instance.save(expected_task_state=[task_state])
         except (nova_exception.UnexpectedTaskStateError,
                 nova_exception.InstanceNotFound):

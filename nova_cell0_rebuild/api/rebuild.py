@@ -30,7 +30,9 @@ from nova_cell0_rebuild.api import record_keeping
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild.gates import base as gates_base
 from nova_cell0_rebuild import objects
+from nova_cell0_rebuild.objects import fields
 from nova_cell0_rebuild.policies import rebuild as rebuild_policies
+from nova_cell0_rebuild.tasks import heal
 from nova_cell0_rebuild.tasks import rebuild_from_cell0
 
 LOG = logging.getLogger(__name__)
@@ -83,6 +85,9 @@ class RebuildFromCell0(object):
 
     #: Builds the move; tests replace it to inject faults.
     task_factory = rebuild_from_cell0.RebuildFromCell0Task
+    #: Seconds after which a move left in progress counts as interrupted
+    #: and is healed by the next rebuild of the server.
+    stale_after = 60
 
     def __init__(self, conf, gates, min_version):
         self.conf = conf
@@ -97,11 +102,27 @@ class RebuildFromCell0(object):
             return None
         if version < self.min_version:
             return None
-        mapping = nova_servers.get_mapping(context.elevated(), server_id)
-        if (mapping is None or mapping.cell_mapping is None or
-                mapping.cell_mapping.uuid != nova_servers.CELL0_UUID):
+        admin = context.elevated()
+        mapping = nova_servers.get_mapping(admin, server_id)
+        if mapping is not None and mapping.cell_mapping is None:
+            # A BuildRequest: maybe a move of ours a crash interrupted.
+            if self._heal_interrupted(admin, server_id):
+                mapping = nova_servers.get_mapping(admin, server_id)
+        if (mapping is None or
+                not nova_servers.is_cell0(mapping.cell_mapping)):
             return None
         return mapping
+
+    def _heal_interrupted(self, admin, server_id):
+        """Heal a move of this server left in progress; True if healed."""
+        journal = objects.MoveJournal.get_by_instance_uuid(admin, server_id)
+        if journal is None or journal.status != (
+                fields.MoveStatus.IN_PROGRESS):
+            return False
+        if not objects.MoveJournal.list_in_progress(
+                admin, older_than=self.stale_after, instance_uuid=server_id):
+            return False
+        return heal.heal_move(admin, journal) != heal.LEFT_ALONE
 
     def _load(self, context, instance, mapping):
         cell0 = mapping.cell_mapping
@@ -139,17 +160,21 @@ class RebuildFromCell0(object):
         nova_api.authorize(context, rebuild_policies.REBUILD_FROM_CELL0,
                            target)
 
+        if self._heal_interrupted(context.elevated(), server_id):
+            instance = nova_compute.get_server(context, server_id)
         server, bdms = self._load(context, instance, mapping)
         self.gates.check(server, rebuild)
         prepared = nova_compute.prepare_rebuild(context, instance, bdms,
                                                 rebuild)
         networks = nova_api.requested_networks(
             server.record.requested_networks if server.record else None)
-        task = self.task_factory(context, server, prepared, networks, bdms)
+        task = self.task_factory(context, server, prepared, networks, bdms,
+                                 stale_after=self.stale_after)
         try:
             task.execute()
         except (nova_compute.UnexpectedTaskState,
-                nova_create_pipeline.MoveConflict):
+                nova_create_pipeline.MoveConflict,
+                exception.MoveInProgress, exception.MoveInterrupted):
             raise exception.RequestRefused(409, _(
                 "Instance %s is in an invalid state for 'rebuild' from "
                 "cell0: another rebuild is in progress.") % server_id)

@@ -66,3 +66,34 @@ class CreateRecord(BASE):
     personality_files = sa.Column(sa.Integer, nullable=False)
     # The "networks" value of the request as JSON, NULL when it had none.
     requested_networks = sa.Column(MediumText, nullable=True)
+
+
+class MoveJournal(BASE):
+    """The journal of a server's move out of cell0, one row per server.
+
+    ``step`` says how far the latest move got; ``status`` whether it is
+    still in progress, done (handed to the conductor) or rolled back.
+    ``heal`` reads it to finish or undo a move a crash interrupted.
+    """
+
+    __tablename__ = TABLE_PREFIX + 'move_journal'
+    __table_args__ = (
+        sa.UniqueConstraint(
+            'instance_uuid',
+            name='uniq_cell0_rebuild_move_journal0instance_uuid'),
+        sa.Index('cell0_rebuild_move_journal_status_updated_at_idx',
+                 'status', 'updated_at'),
+        {'mysql_engine': 'InnoDB', 'mysql_charset': 'utf8mb4'},
+    )
+
+    id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
+    instance_uuid = sa.Column(sa.String(36), nullable=False)
+    request_id = sa.Column(sa.String(255), nullable=True)
+    status = sa.Column(sa.String(16), nullable=False)
+    step = sa.Column(sa.String(32), nullable=False)
+    attempts = sa.Column(sa.Integer, nullable=False)
+    last_error = sa.Column(sa.Text, nullable=True)
+    # The fault the server was buried with, restored if it is buried again.
+    fault_message = sa.Column(sa.Text, nullable=True)
+    started_at = sa.Column(sa.DateTime, nullable=True)
+    finished_at = sa.Column(sa.DateTime, nullable=True)

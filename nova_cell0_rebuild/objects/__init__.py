@@ -20,3 +20,4 @@ Registered classes are published here as attributes, e.g.
 def register_all():
     # Importing a module registers the objects it defines.
     __import__('nova_cell0_rebuild.objects.create_record')
+    __import__('nova_cell0_rebuild.objects.move_journal')

@@ -52,3 +52,39 @@ class CreateRecordStatus(fields.Enum):
 
 class CreateRecordStatusField(fields.BaseEnumField):
     AUTO_TYPE = CreateRecordStatus()
+
+
+class MoveStatus(fields.Enum):
+    IN_PROGRESS = 'in_progress'
+    #: Handed to Nova's conductor: it schedules and builds from here.
+    DONE = 'done'
+    ROLLED_BACK = 'rolled_back'
+
+    ALL = (IN_PROGRESS, DONE, ROLLED_BACK)
+
+    def __init__(self):
+        super().__init__(valid_values=MoveStatus.ALL)
+
+
+class MoveStatusField(fields.BaseEnumField):
+    AUTO_TYPE = MoveStatus()
+
+
+class MoveStep(fields.Enum):
+    """The steps of a move out of cell0, in the order they happen."""
+
+    CLAIMED = 'claimed'
+    BUILD_REQUEST_WRITTEN = 'build_request_written'
+    CELL0_ROWS_REMOVED = 'cell0_rows_removed'
+    CASTING = 'casting'
+    CAST_SENT = 'cast_sent'
+
+    ALL = (CLAIMED, BUILD_REQUEST_WRITTEN, CELL0_ROWS_REMOVED, CASTING,
+           CAST_SENT)
+
+    def __init__(self):
+        super().__init__(valid_values=MoveStep.ALL)
+
+
+class MoveStepField(fields.BaseEnumField):
+    AUTO_TYPE = MoveStep()

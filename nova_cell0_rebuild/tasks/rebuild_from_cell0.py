@@ -12,28 +12,46 @@
 
 """The move: a server buried in cell0 goes back through Nova's create.
 
-1. claim the cell0 instance (compare-and-swap on its task state);
-2. restore its RequestSpec as a one-server create;
-3. write a BuildRequest built from it, with the rebuild's changes, and
-   point its mapping at no cell, in one API-database transaction;
-4. hard-delete its cell0 rows;
-5. cast Nova's own ``schedule_and_build_instances``.
+Every step is journaled (objects.MoveJournal), in this order:
 
-From step 3 on the server is served from its BuildRequest (status BUILD);
-Nova's conductor then schedules it, creates it in a cell and builds it, or
-buries it in cell0 again, from where it can be rebuilt again.
+1. ``claimed``: the journal row and the cell0 instance's task state are
+   claimed by compare-and-swap; a second concurrent rebuild loses;
+2. ``build_request_written``: a BuildRequest built from the cell0 instance
+   with the rebuild's changes is written and the mapping points at no cell,
+   in one API-database transaction (with the journal step, when the
+   plugin's tables live there);
+3. ``cell0_rows_removed``: the cell0 rows are hard-deleted;
+4. ``casting``: the RequestSpec is restored as a one-server create and the
+   server is checked to be still wanted;
+5. ``cast_sent``: Nova's own ``schedule_and_build_instances`` was cast; the
+   move is done and the conductor owns the server.
+
+At every point the server exists once: as its cell0 row (mapped to cell0,
+steps 1 and 2 before the transaction), as its BuildRequest (mapped to no
+cell; a cell0 row left by a crash in step 2 is invisible and removed by
+heal), or, later, as the conductor's instance in a cell.
 """
 
 from nova.compute import task_states
 from oslo_log import log as logging
 
 from nova_cell0_rebuild.adapters import nova_create_pipeline as pipeline
+from nova_cell0_rebuild.db import api as db_api
+from nova_cell0_rebuild import objects
+from nova_cell0_rebuild.objects import fields
 from nova_cell0_rebuild.tasks import base
 
 LOG = logging.getLogger(__name__)
 
 #: The task state that claims a cell0 instance while it is moved.
 CLAIM = task_states.REBUILDING
+
+Step = fields.MoveStep
+Status = fields.MoveStatus
+
+
+class ServerGone(Exception):
+    """The server was deleted while it was being moved."""
 
 
 class RebuildFromCell0Task(base.TaskBase):
@@ -44,59 +62,117 @@ class RebuildFromCell0Task(base.TaskBase):
     :param server: the gates' Cell0Server.
     :param prepared: the validated rebuild (nova_compute.PreparedRebuild).
     :param networks: NetworkRequestList from the create record, or None.
+    :param bdms: the server's BlockDeviceMappingList from cell0.
+    :param stale_after: seconds after which a move left in progress is
+        taken as interrupted.
     """
 
-    def __init__(self, context, server, prepared, networks, bdms):
+    def __init__(self, context, server, prepared, networks, bdms,
+                 stale_after=60):
         super().__init__(context, server.instance)
+        self.admin = context.elevated()
         self.server = server
         self.prepared = prepared
         self.networks = networks
         self.bdms = bdms
+        self.stale_after = stale_after
+        self.journal = None
         self.build_request = None
-        self._claimed = False
-        self._moved = False
-        self._cell0_rows_gone = False
 
-    def _execute(self):
-        admin = self.context.elevated()
-        cell0 = self.server.cell0
-        pipeline.claim(admin, cell0, self.instance, CLAIM)
-        self._claimed = True
+    @property
+    def _new_image_id(self):
+        if self.prepared.image_changed:
+            return self.prepared.image_id
+        return None
 
-        new_image_id = (self.prepared.image_id
-                        if self.prepared.image_changed else None)
+    def _claim(self):
+        fault = self.server.fault
+        self.journal = objects.MoveJournal.start(
+            self.admin, self.instance.uuid,
+            request_id=self.context.request_id,
+            fault_message=fault.message if fault else None,
+            stale_after=self.stale_after)
+        pipeline.claim(self.admin, self.server.cell0, self.instance, CLAIM)
+
+    def _move(self):
         self.build_request = pipeline.new_build_request(
             self.context, self.instance, self.bdms, self.prepared.updates,
-            new_image_id=new_image_id)
+            new_image_id=self._new_image_id)
+        pipeline.move_to_build_request(
+            self.admin, self.build_request, self.server.cell0,
+            also=self._journal_in_move_transaction())
+        if self.journal.step != Step.BUILD_REQUEST_WRITTEN:
+            self.journal.advance(Step.BUILD_REQUEST_WRITTEN)
+
+    def _journal_in_move_transaction(self):
+        if not db_api.uses_nova_api_database():
+            return None
+        return lambda: self.journal.advance(Step.BUILD_REQUEST_WRITTEN)
+
+    def _cast(self):
         image = pipeline.image_for_build(self.context, self.build_request,
                                          self.prepared)
         request_spec = pipeline.restore_request_spec(
             self.context, self.build_request, self.networks, image)
-
-        pipeline.move_to_build_request(admin, self.build_request, cell0)
-        self._moved = True
-        pipeline.destroy_cell0_instance(admin, cell0, self.instance)
-        self._cell0_rows_gone = True
-
+        if pipeline.build_request_pending(
+                self.admin, self.instance.uuid) is None:
+            # Deleted while it moved: Nova's delete removed the
+            # BuildRequest, so the conductor must not be asked to build it.
+            raise ServerGone()
+        self.journal.advance(Step.CASTING)
         pipeline.schedule_and_build(
             self.context, self.build_request, request_spec, image,
             self.prepared.admin_password, self.networks,
-            pipeline.clone_bdms(self.bdms, new_image_id))
+            pipeline.clone_bdms(self.bdms, self._new_image_id))
+        self.journal.advance(Step.CAST_SENT)
+
+    def _execute(self):
+        self._claim()
+        self._move()
+        pipeline.destroy_cell0_instance(self.admin, self.server.cell0,
+                                        self.instance)
+        self.journal.advance(Step.CELL0_ROWS_REMOVED)
+        try:
+            self._cast()
+        except ServerGone:
+            # Nothing of a deleted server is kept, its journal neither.
+            self.journal.destroy()
+            return None
+        self.journal.finish(Status.DONE)
         LOG.info('Server %s rebuilt from cell0: handed to the conductor '
                  'for scheduling', self.instance.uuid)
         return self.build_request
 
     def rollback(self, ex):
-        admin = self.context.elevated()
-        cell0 = self.server.cell0
-        uuid = self.instance.uuid
-        if self._cell0_rows_gone:
-            # Only the cast failed: the server is a BuildRequest nobody
-            # schedules. It shows as BUILD and can be deleted.
-            LOG.error('Server %s left cell0 but could not be handed to the '
-                      'conductor: %s', uuid, ex)
-            return
-        if self._moved:
+        if self.journal is None:
+            return  # nothing claimed: another move runs, or never started
+        try:
+            undo(self.admin, self.server.cell0, self.journal, ex)
+        except Exception:
+            LOG.exception('Could not roll back the move of server %s out of '
+                          'cell0; nova-cell0-rebuild-manage heal will',
+                          self.instance.uuid)
+
+
+def undo(admin, cell0, journal, ex):
+    """Roll back a move that stopped before the conductor got it.
+
+    Used by the task when a step fails, and by heal for a move a crash
+    interrupted. Until the cell0 rows are gone the move is undone (the
+    BuildRequest goes, the mapping points at cell0 again, the claim is
+    released); after that the server is buried in cell0 again from its
+    BuildRequest, as the conductor would have, with its original fault.
+    """
+    uuid = journal.instance_uuid
+    if journal.step in (Step.CLAIMED, Step.BUILD_REQUEST_WRITTEN):
+        # With the plugin's tables outside the API database, the journal
+        # may lag one step behind the BuildRequest.
+        if pipeline.build_request_pending(admin, uuid) is not None:
             pipeline.move_back_to_cell0(admin, uuid, cell0)
-        if self._claimed:
-            pipeline.release(admin, cell0, self.instance, CLAIM)
+        pipeline.release(admin, cell0, uuid, CLAIM)
+    elif journal.step in (Step.CELL0_ROWS_REMOVED, Step.CASTING):
+        build_request = pipeline.build_request_pending(admin, uuid)
+        if build_request is not None:
+            pipeline.bury_again(admin, cell0, build_request,
+                                journal.fault_message)
+    journal.finish(Status.ROLLED_BACK, error=str(ex) or type(ex).__name__)

@@ -122,3 +122,16 @@ class Cell0RebuildTestCase(integrated_helpers.InstanceHelperMixin,
         with utils.temporary_mutation(api, microversion=microversion):
             created = api.post_server({'server': body})
         return self._wait_for_state_change(created, 'ERROR')
+
+    def _set_capacity(self, available, host='host1'):
+        """Start a compute or enable it (available), or disable it."""
+        if host not in self.computes:
+            if not available:
+                return
+            self._start_compute(host)
+            return
+        service = self.admin_api.get_services(
+            binary='nova-compute', host=host)[0]
+        self.admin_api.put_service(
+            service['id'],
+            {'status': 'enabled' if available else 'disabled'})

@@ -22,6 +22,7 @@ from nova_cell0_rebuild.tests.unit import base
 # to its version history and to obj_make_compatible, then update the hash.
 object_data = {
     'CreateRecord': '1.0-a9da1061db0e623dd2ea605746cd8450',
+    'MoveJournal': '1.0-48081056114614633fb90bb6d428d876',
 }
 
 

@@ -1,0 +1,181 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Crashes, errors and deletes at every step of a move out of cell0.
+
+At each boundary between two steps of the move the test either raises an
+error (the task rolls back) or simulates the process dying (nothing rolls
+back; ``heal`` runs as after a restart), or deletes the server. After each,
+the server must exist exactly once with a mapping that agrees, and nothing
+the user supplied may be lost: it is rebuilt again and compared.
+"""
+
+import base64
+
+import fixtures
+from nova import context as nova_context
+from nova import objects as nova_objects
+from testtools import content
+
+from nova_cell0_rebuild.adapters import nova_create_pipeline as pipeline
+from nova_cell0_rebuild.db import api as db_api
+from nova_cell0_rebuild.db import models
+from nova_cell0_rebuild.tasks import heal
+from nova_cell0_rebuild.tests.functional import base
+
+PIPELINE = 'nova_cell0_rebuild.adapters.nova_create_pipeline.'
+
+#: Each boundary, named for the last step journaled before it, and the
+#: pipeline function the move calls first after it.
+BOUNDARIES = [
+    ('claimed', 'new_build_request'),
+    ('build_request_written', 'destroy_cell0_instance'),
+    ('cell0_rows_removed', 'image_for_build'),
+    ('casting', 'schedule_and_build'),
+]
+
+#: What heal does after a process died at each boundary.
+HEALED = {
+    'claimed': heal.ROLLED_BACK,
+    'build_request_written': heal.ROLLED_BACK,
+    'cell0_rows_removed': heal.ROLLED_BACK,
+    'casting': heal.LEFT_ALONE,
+}
+
+
+class SimulatedCrash(BaseException):
+    """The process dies: no except clause of the plugin catches it."""
+
+
+class MoveFaultsTest(base.Cell0RebuildTestCase):
+
+    def _where(self, server_id):
+        """(mapped cell name, cell0 row?, BuildRequest?, cell1 row?)."""
+        mapping = pipeline.get_mapping(self.admin_context, server_id)
+        if mapping is None or mapping.queued_for_delete:
+            mapped = 'deleted'
+        elif mapping.cell_mapping is None:
+            mapped = 'none'
+        else:
+            mapped = mapping.cell_mapping.name
+        cell0 = pipeline.cell0_instance(self.admin_context, self._cell0(),
+                                        server_id) is not None
+        br = pipeline.build_request_pending(self.admin_context,
+                                            server_id) is not None
+        with nova_context.target_cell(self.admin_context,
+                                      self.cell_mappings['cell1']) as cctxt:
+            try:
+                nova_objects.Instance.get_by_uuid(cctxt, server_id)
+                cell1 = True
+            except Exception:
+                cell1 = False
+        return mapped, cell0, br, cell1
+
+    def _assert_exists_once(self, server_id):
+        mapped, cell0, br, cell1 = self._where(server_id)
+        self.assertEqual(1, [cell0, br, cell1].count(True),
+                         (mapped, cell0, br, cell1))
+        expected = {'cell0': cell0, 'none': br, 'cell1': cell1}
+        self.assertTrue(expected[mapped], (mapped, cell0, br, cell1))
+        return mapped
+
+    def _user_fields(self, server_id):
+        server = self.admin_api.get_server(server_id)
+        return {key: server[key] for key in (
+            'id', 'name', 'metadata', 'tags', 'key_name', 'description',
+            'created', 'OS-EXT-SRV-ATTR:user_data',
+            'OS-EXT-SRV-ATTR:hostname', 'OS-EXT-SRV-ATTR:reservation_id')}
+
+    def _journal_rows(self):
+        with db_api.reader(self.admin_context) as session:
+            return session.query(models.MoveJournal).count()
+
+    def _inject(self, function, effect):
+        """Run *effect* when the move reaches *function* (a context)."""
+        real = getattr(pipeline, function)
+
+        def hook(*args, **kwargs):
+            effect()
+            return real(*args, **kwargs)
+        return fixtures.MockPatch(PIPELINE + function, side_effect=hook)
+
+    def _buried(self):
+        return self._create_buried_server(
+            name='victim', metadata={'k': 'v'}, tags=['t1'],
+            description='d', hostname='victim-host',
+            user_data=base64.b64encode(b'data').decode())
+
+    def _fail_at(self, boundary, function, outcome):
+        """Inject a fault at one boundary; returns how it ended."""
+        self._set_capacity(False)
+        server = self._buried()
+        self._set_capacity(True)
+        before = self._user_fields(server['id'])
+
+        def effect():
+            if outcome == 'raise':
+                raise RuntimeError('injected after %s' % boundary)
+            raise SimulatedCrash()
+
+        with self._inject(function, effect):
+            if outcome == 'raise':
+                resp = self._rebuild(server['id'])
+                self.assertEqual(500, resp.status, resp.body)
+            else:
+                self.assertRaises(SimulatedCrash, self._rebuild,
+                                  server['id'])
+        if outcome == 'raise':
+            ended = 'rolled back by the task'
+        else:
+            # The process restarts: heal, twice.
+            healed = heal.heal(self.admin_context, older_than=0)
+            self.assertEqual([(server['id'], boundary, HEALED[boundary])],
+                             healed)
+            again = heal.heal(self.admin_context, older_than=0)
+            self.assertEqual(
+                healed if HEALED[boundary] == heal.LEFT_ALONE else [],
+                again)
+            ended = 'heal: ' + HEALED[boundary]
+
+        mapped = self._assert_exists_once(server['id'])
+        if outcome == 'die' and HEALED[boundary] == heal.LEFT_ALONE:
+            # The conductor may still get the cast: it stays a
+            # BuildRequest (status BUILD) that the user can delete.
+            self.assertEqual('none', mapped)
+            self._delete_server(server)
+            self.assertEqual('deleted', self._where(server['id'])[0])
+            return ended + '; deleted by the user'
+        self.assertEqual('cell0', mapped)
+        self.assertEqual('ERROR',
+                         self.admin_api.get_server(server['id'])['status'])
+        self.assertEqual(before, self._user_fields(server['id']))
+        # Nothing the user asked for was lost: it is rebuilt again.
+        resp = self._rebuild(server['id'])
+        self.assertEqual(202, resp.status, resp.body)
+        self._wait_for_state_change(server, 'ACTIVE')
+        self.assertEqual('cell1', self._assert_exists_once(server['id']))
+        self.assertEqual(before, self._user_fields(server['id']))
+        return ended + '; rebuilt again: ACTIVE, same fields'
+
+    def _report(self, rows):
+        table = '\n'.join('%-22s %-6s %s' % row for row in rows)
+        table = 'step boundary          fault  outcome\n' + table
+        print('\n' + table)
+        self.addDetail('matrix', content.text_content(table))
+
+    def test_raise_at_every_step(self):
+        self._report([(b, 'raise', self._fail_at(b, f, 'raise'))
+                      for b, f in BOUNDARIES])
+
+    def test_process_dies_at_every_step_then_heal(self):
+        self._report([(b, 'die', self._fail_at(b, f, 'die'))
+                      for b, f in BOUNDARIES])
