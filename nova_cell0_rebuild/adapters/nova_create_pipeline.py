@@ -31,6 +31,7 @@ from nova.network import model as network_model
 from nova.network import neutron
 from nova import objects as nova_objects
 from nova.volume import cinder
+from oslo_db import exception as db_exc
 
 from nova_cell0_rebuild import exception
 
@@ -134,7 +135,8 @@ def move_to_build_request(context, build_request, cell0, also=None):
     try:
         _write_build_request_and_unmap(context, build_request, cell0.id,
                                        also)
-    except nova_exception.BuildRequestAlreadyExists:
+    except db_exc.DBDuplicateEntry:
+        # build_requests.instance_uuid is unique: another move won.
         raise MoveConflict(uuid=build_request.instance_uuid)
 
 

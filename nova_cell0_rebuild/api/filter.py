@@ -107,12 +107,13 @@ class Cell0RebuildFilter(object):
                 LOG.exception('Could not look up the create record of '
                               'server %s', server_id)
         resp = req.get_response(self.application)
-        if record is not None and resp.status_int == 204:
+        if resp.status_int == 204:
             try:
-                record_keeping.forget_if_placed(context.elevated(), record)
+                record_keeping.forget_deleted(context.elevated(), server_id,
+                                              record)
             except Exception:
-                LOG.exception('Could not delete the create record of '
-                              'server %s', server_id)
+                LOG.exception('Could not forget the create record and move '
+                              'journal of server %s', server_id)
         return resp
 
     @webob.dec.wsgify

@@ -83,3 +83,17 @@ def record_of_server(context, instance_uuid):
             context, instance_uuid, reservation_id=reservation_id)
     except exception.CreateRecordNotFound:
         return None
+
+
+def forget_deleted(context, instance_uuid, record):
+    """Forget what the plugin kept of a server Nova deleted.
+
+    Its move journal goes, and its create record once no other server of
+    the same create still waits in cell0 or in a BuildRequest.
+    """
+    journal = objects.MoveJournal.get_by_instance_uuid(context,
+                                                       instance_uuid)
+    if journal is not None:
+        journal.destroy()
+    if record is not None:
+        forget_if_placed(context, record)

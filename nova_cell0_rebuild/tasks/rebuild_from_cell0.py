@@ -37,6 +37,7 @@ from oslo_log import log as logging
 
 from nova_cell0_rebuild.adapters import nova_create_pipeline as pipeline
 from nova_cell0_rebuild.db import api as db_api
+from nova_cell0_rebuild import exception
 from nova_cell0_rebuild import objects
 from nova_cell0_rebuild.objects import fields
 from nova_cell0_rebuild.tasks import base
@@ -175,4 +176,9 @@ def undo(admin, cell0, journal, ex):
         if build_request is not None:
             pipeline.bury_again(admin, cell0, build_request,
                                 journal.fault_message)
-    journal.finish(Status.ROLLED_BACK, error=str(ex) or type(ex).__name__)
+    try:
+        journal.finish(Status.ROLLED_BACK,
+                       error=str(ex) or type(ex).__name__)
+    except exception.JournalConflict:
+        # Deleted with its server meanwhile: nothing left to record.
+        LOG.debug('The journal of server %s is gone', uuid)

@@ -17,6 +17,8 @@ stays in ERROR in cell0, exactly as it was.
 """
 
 import eventlet
+import fixtures
+from nova.conductor import api as conductor_api
 from nova import context as nova_context
 from nova import objects as nova_objects
 from nova import policy as nova_policy
@@ -106,11 +108,23 @@ class GateRefusalTest(_RefusalTestCase):
     def test_concurrent_rebuilds_one_wins(self):
         server = self._create_buried_server()
         self._start_compute('host1')
-        pool = eventlet.GreenPool()
+        casts = []
+        real_cast = conductor_api.ComputeTaskAPI.schedule_and_build_instances
+
+        def counting_cast(api, context, build_requests, *args, **kwargs):
+            casts.extend(br.instance_uuid for br in build_requests)
+            return real_cast(api, context, build_requests, *args, **kwargs)
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.conductor.api.ComputeTaskAPI.schedule_and_build_instances',
+            counting_cast))
+        pool = eventlet.GreenPool(16)
         results = list(pool.imap(
-            lambda _: self._rebuild(server['id']).status, range(4)))
-        self.assertEqual([202, 409, 409, 409], sorted(results))
+            lambda _: self._rebuild(server['id']).status, range(16)))
+        self.assertEqual([202] + [409] * 15, sorted(results))
         self._wait_for_state_change(server, 'ACTIVE')
+        # One server built, once.
+        self.assertEqual([server['id']], casts)
+        self.assertEqual(1, len(self.api.get_servers()))
 
 
 class RequestRefusalTest(_RefusalTestCase):

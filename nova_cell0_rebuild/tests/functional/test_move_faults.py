@@ -22,6 +22,7 @@ the user supplied may be lost: it is rebuilt again and compared.
 import base64
 
 import fixtures
+from nova.conductor import api as conductor_api
 from nova import context as nova_context
 from nova import objects as nova_objects
 from testtools import content
@@ -179,3 +180,64 @@ class MoveFaultsTest(base.Cell0RebuildTestCase):
     def test_process_dies_at_every_step_then_heal(self):
         self._report([(b, 'die', self._fail_at(b, f, 'die'))
                       for b, f in BOUNDARIES])
+
+
+class DeleteRacesMoveTest(base.Cell0RebuildTestCase):
+    """A DELETE arriving at every step of a move wins; nothing is left."""
+
+    def _leftovers(self, server_id):
+        found = []
+        if pipeline.build_request_pending(self.admin_context, server_id):
+            found.append('BuildRequest')
+        mapping = pipeline.get_mapping(self.admin_context, server_id)
+        if mapping is not None and not mapping.queued_for_delete:
+            found.append('live mapping')
+        # Nova's own delete of a cell0 server soft-deletes its rows, for
+        # nova-manage db archive_deleted_rows; a live row is a leftover.
+        if pipeline.cell0_instance(self.admin_context, self._cell0(),
+                                   server_id):
+            found.append('live cell0 row')
+        with db_api.reader(self.admin_context) as session:
+            if session.query(models.MoveJournal).filter_by(
+                    instance_uuid=server_id).count():
+                found.append('journal row')
+            if session.query(models.CreateRecord).count():
+                found.append('create record')
+        port = self.neutron.show_port(self.neutron.port_1['id'])['port']
+        if port['device_id']:
+            found.append('bound port')
+        return found
+
+    def test_delete_at_every_step(self):
+        built = []
+        real_cast = conductor_api.ComputeTaskAPI.schedule_and_build_instances
+
+        def recording_cast(api, context, build_requests, *args, **kwargs):
+            built.extend(br.instance_uuid for br in build_requests)
+            return real_cast(api, context, build_requests, *args, **kwargs)
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.conductor.api.ComputeTaskAPI.schedule_and_build_instances',
+            recording_cast))
+        # The last chance is before the move checks the server is still
+        # wanted; a DELETE after that check meets the conductor's own
+        # check instead, as for any create.
+        boundaries = BOUNDARIES[:3] + [
+            ('before the cast', 'restore_request_spec')]
+        rows = []
+        created = []
+        for boundary, function in boundaries:
+            server = self._create_buried_server(
+                networks=[{'port': self.neutron.port_1['id']}])
+            created.append(server['id'])
+            with MoveFaultsTest._inject(self, function, lambda: (
+                    self.admin_api.delete_server(server['id']))):
+                status = self._rebuild(server['id']).status
+            self._wait_until_deleted(server)
+            leftovers = self._leftovers(server['id'])
+            self.assertEqual([], leftovers, boundary)
+            rows.append((boundary, 'delete', 'rebuild answered %s; server '
+                         'gone, nothing left' % status))
+        # The conductor was asked to build each server once, for its
+        # create, and never again for a server deleted while it moved.
+        self.assertEqual(created, built)
+        MoveFaultsTest._report(self, rows)
