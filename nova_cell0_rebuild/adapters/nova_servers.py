@@ -182,3 +182,34 @@ def get_instance_uuids_by_reservation(context, reservation_id):
         if not nova_context.is_cell_failure_sentinel(result):
             uuids.update(instance.uuid for instance in result)
     return sorted(uuids)
+
+
+def get_cell0_instance(context, cell0, instance_uuid):
+    """A cell0 instance with what the gates look at, or None."""
+    return _get_cell_instance(context, cell0, instance_uuid,
+                              attrs=('system_metadata', 'flavor'))
+
+
+def list_cell0_instances(context, cell0, project_id=None, marker=None,
+                         limit=50):
+    """A page of live cell0 instances, oldest first, with their faults.
+
+    :returns: (instances, {uuid: latest fault}, {uuid: mapping}); each a
+        fixed number of indexed queries, whatever the size of cell0.
+    """
+    filters = {'deleted': False}
+    if project_id:
+        filters['project_id'] = project_id
+    with nova_context.target_cell(context, cell0) as cctxt:
+        instances = nova_objects.InstanceList.get_by_filters(
+            cctxt, filters, sort_keys=['created_at', 'uuid'],
+            sort_dirs=['asc', 'asc'], limit=limit, marker=marker,
+            expected_attrs=['system_metadata', 'flavor'])
+        uuids = [instance.uuid for instance in instances]
+        faults = nova_objects.InstanceFaultList.get_latest_by_instance_uuids(
+            cctxt, uuids) if uuids else []
+    mappings = nova_objects.InstanceMappingList.get_by_instance_uuids(
+        context, uuids) if uuids else []
+    return (list(instances),
+            {fault.instance_uuid: fault for fault in faults},
+            {mapping.instance_uuid: mapping for mapping in mappings})

@@ -12,20 +12,55 @@
 
 """nova-cell0-rebuild-manage: operator commands.
 
-Exit codes: 0 success, 1 error (printed as one line on stderr), 2 usage.
+Reads the same configuration files as nova-manage (``--config-file``,
+``--config-dir``; default ``/etc/nova/nova.conf``).
+
+Exit codes: 0 success; 1 error (printed as one line on stderr); 2 usage;
+3 something needs an operator's attention (``heal`` left a move alone,
+``rebuild`` was refused).
 """
 
+import datetime
+import json
 import sys
 
 from oslo_config import cfg
+from oslo_utils import timeutils
+import prettytable
 
 from nova_cell0_rebuild.adapters import nova_config
+from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild import conf as plugin_conf
 from nova_cell0_rebuild.db import migration
+from nova_cell0_rebuild import gates as gates_loader
+from nova_cell0_rebuild import objects
+from nova_cell0_rebuild.operations import inventory
+from nova_cell0_rebuild.operations import purge as purge_ops
+from nova_cell0_rebuild.tasks import heal as heal_task
 
 CONF = cfg.CONF
 
 PROG = 'nova-cell0-rebuild-manage'
+
+SUCCESS, ERROR, USAGE, ATTENTION = 0, 1, 2, 3
+
+
+def args(*arg_list, **kwargs):
+    """Declare one argparse argument of a command method."""
+    def _decorator(func):
+        if not hasattr(func, 'args'):
+            func.args = []
+        func.args.insert(0, (arg_list, kwargs))
+        return func
+    return _decorator
+
+
+def _table(columns, rows):
+    table = prettytable.PrettyTable(columns)
+    table.align = 'l'
+    for row in rows:
+        table.add_row(row)
+    return table.get_string()
 
 
 class DbCommands(object):
@@ -35,36 +70,166 @@ class DbCommands(object):
         """Upgrade the plugin's tables to the newest schema."""
         migration.db_sync()
         print('Database is at revision %s.' % migration.db_version())
-        return 0
+        return SUCCESS
 
     def version(self):
         """Print the current revision of the plugin's tables."""
         print(migration.db_version() or 'None')
-        return 0
+        return SUCCESS
 
 
-CATEGORIES = {
-    'db': DbCommands,
-}
+class Cell0Commands(object):
+    """Servers buried in cell0 and their moves out of it.
+
+    Each public method is a command: ``nova-cell0-rebuild-manage list``.
+
+    :param context: an admin RequestContext (given by tests).
+    :param out: where to print.
+    """
+
+    def __init__(self, context=None, out=None):
+        self._context = context
+        self.out = out or sys.stdout
+
+    @property
+    def context(self):
+        if self._context is None:
+            from nova import context as nova_context
+            self._context = nova_context.get_admin_context()
+        return self._context
+
+    def _print(self, text):
+        print(text, file=self.out)
+
+    @args('--project', metavar='<project id>', help='Only this project.')
+    @args('--rebuildable', choices=['yes', 'no'],
+          help='Only servers that can (yes) or cannot (no) be rebuilt.')
+    @args('--older-than', type=int, metavar='<seconds>',
+          help='Only servers buried at least this long ago.')
+    @args('--format', choices=['table', 'json'], default='table')
+    @args('--page-size', type=int, default=50, metavar='<n>',
+          help='Servers read per query page.')
+    @args('--progress', action='store_true',
+          help='Report on stderr how many servers were scanned.')
+    def list(self, project=None, rebuildable=None, older_than=None,
+             format='table', page_size=50, progress=False):
+        """List servers in cell0 with whether each can be rebuilt."""
+        gates = gates_loader.load_gates(CONF)
+        want = None if rebuildable is None else rebuildable == 'yes'
+
+        def report(count):
+            print('scanned %d servers' % count, file=sys.stderr)
+        entries = list(inventory.cell0_servers(
+            self.context, gates, project_id=project, rebuildable=want,
+            older_than=older_than, limit=page_size,
+            progress=report if progress else None))
+        if format == 'json':
+            self._print(json.dumps(entries, indent=2, sort_keys=True))
+            return SUCCESS
+        self._print(_table(
+            ['UUID', 'Project', 'Age (s)', 'Fault', 'Rebuildable',
+             'Refused by', 'Reason'],
+            [(e['uuid'], e['project_id'], e['age_seconds'],
+              (e['fault'] or '')[:40], 'yes' if e['rebuildable'] else 'no',
+              e['refused_by'] or '', (e['reason'] or '')[:60])
+             for e in entries]))
+        return SUCCESS
+
+    @args('uuid', metavar='<server uuid>')
+    def show(self, uuid):
+        """Show a server's create record, move journal and gate verdicts."""
+        details = inventory.show(self.context,
+                                 gates_loader.load_gates(CONF), uuid)
+        self._print(json.dumps(details, indent=2, sort_keys=True))
+        return SUCCESS
+
+    @args('--instance', metavar='<server uuid>',
+          help='Only the move of this server.')
+    @args('--older-than', type=int, default=60, metavar='<seconds>',
+          help='Only moves not updated for this long (default 60): a '
+               'younger move may still be running in a nova-api.')
+    def heal(self, instance=None, older_than=60):
+        """Finish or roll back moves out of cell0 that were interrupted."""
+        results = heal_task.heal(self.context, older_than=older_than,
+                                 instance_uuid=instance)
+        self._print(_table(['UUID', 'Interrupted at', 'Outcome'], results))
+        if any(outcome == heal_task.LEFT_ALONE for _, _, outcome in results):
+            return ATTENTION
+        return SUCCESS
+
+    @args('--before', metavar='<YYYY-MM-DD[THH:MM:SS]>',
+          help='Only rows last changed before this UTC time (default: '
+               'now).')
+    @args('--dry-run', action='store_true',
+          help='Only print what would be deleted.')
+    def purge(self, before=None, dry_run=False):
+        """Delete records and journals of servers that landed or are gone."""
+        cutoff = (datetime.datetime.fromisoformat(before) if before
+                  else timeutils.utcnow())
+        result = purge_ops.purge(self.context, before=cutoff,
+                                 dry_run=dry_run)
+        verb = 'Would delete' if dry_run else 'Deleted'
+        self._print('%s %d create records and %d move journal rows.' % (
+            verb, len(result['create_records']),
+            len(result['move_journal'])))
+        for request_id in result['create_records']:
+            self._print('  create record %s' % request_id)
+        for uuid in result['move_journal']:
+            self._print('  move journal of %s' % uuid)
+        return SUCCESS
+
+
+#: ``db sync``, ``db version``: commands grouped under a category.
+CATEGORIES = {'db': DbCommands}
+#: ``list``, ``show``, ``heal``, ``purge``: commands of their own.
+COMMANDS = Cell0Commands
+
+
+def _public_methods(command_class):
+    for name in sorted(vars(command_class)):
+        method = getattr(command_class, name)
+        if not name.startswith('_') and callable(method):
+            yield name, method
+
+
+def _add_action(subparsers, name, method, category):
+    action = subparsers.add_parser(
+        name, help=(method.__doc__ or '').split('\n')[0])
+    names = []
+    for arg_list, kwargs in getattr(method, 'args', []):
+        kwargs = dict(kwargs)
+        dest = kwargs.pop('dest', None) or arg_list[0].lstrip(
+            '-').replace('-', '_')
+        names.append(dest)
+        if arg_list[0].startswith('-'):
+            kwargs['dest'] = 'action_kwarg_' + dest
+            action.add_argument(*arg_list, **kwargs)
+        else:
+            action.add_argument('action_kwarg_' + dest, *arg_list[1:],
+                                **kwargs)
+    action.set_defaults(command_category=category, action_fn=name,
+                        action_kwargs=names)
 
 
 def _add_command_parsers(subparsers):
     for category, command_class in CATEGORIES.items():
-        parser = subparsers.add_parser(
-            category, help=command_class.__doc__)
+        parser = subparsers.add_parser(category, help=command_class.__doc__)
         actions = parser.add_subparsers(dest='action', metavar='<action>')
         actions.required = True
-        for name in sorted(vars(command_class)):
-            method = getattr(command_class, name)
-            if name.startswith('_') or not callable(method):
-                continue
-            action = actions.add_parser(name, help=method.__doc__)
-            action.set_defaults(action_fn=name)
+        for name, method in _public_methods(command_class):
+            _add_action(actions, name, method, category)
+    for name, method in _public_methods(COMMANDS):
+        _add_action(subparsers, name, method, None)
 
 
 category_opt = cfg.SubCommandOpt(
-    'category', title='Command categories',
-    help='Available categories', handler=_add_command_parsers)
+    'category', title='Commands', help='Available commands',
+    handler=_add_command_parsers)
+
+
+def _action_kwargs():
+    return {name: getattr(CONF.category, 'action_kwarg_' + name)
+            for name in CONF.category.action_kwargs}
 
 
 def main(argv=None):
@@ -75,12 +240,15 @@ def main(argv=None):
         nova_config.parse_args(argv, prog=PROG)
     except cfg.ConfigFilesNotFoundError as exc:
         print('%s: %s' % (PROG, exc), file=sys.stderr)
-        return 2
-    command = CATEGORIES[CONF.category.name]()
+        return USAGE
+    nova_servers.register_nova_objects()
+    objects.register_all()
+    category = CONF.category.command_category
+    command = CATEGORIES[category]() if category else COMMANDS()
     try:
-        return getattr(command, CONF.category.action_fn)()
+        return getattr(command, CONF.category.action_fn)(**_action_kwargs())
     except Exception as exc:
         # One line an operator can read; the details are in the log.
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         print('%s: error: %s' % (PROG, reason), file=sys.stderr)
-        return 1
+        return ERROR

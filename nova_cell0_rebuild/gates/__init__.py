@@ -59,6 +59,17 @@ class GateChain(object):
                          '%s: %s', server.uuid, refusal.gate, refusal)
                 raise
 
+    def verdicts(self, server, rebuild):
+        """Every gate's verdict: a list of (gate, None or GateRefused)."""
+        results = []
+        for gate in self.gates:
+            try:
+                gate.check(server, rebuild)
+                results.append((gate.name, None))
+            except exception.GateRefused as refusal:
+                results.append((gate.name, refusal))
+        return results
+
 
 def load_gates(conf):
     """Load the gates named in ``[cell0_rebuild] enabled_gates``.

@@ -31,6 +31,7 @@ class Cell0Server(object):
         recorded.
     :ivar fault: the latest InstanceFault, or None.
     :ivar create_request_id: request id of its ``create`` instance action.
+    :ivar read_only: gates must not write anything (listings, show).
     """
 
     context: ty.Any
@@ -40,6 +41,7 @@ class Cell0Server(object):
     record: ty.Any = None
     fault: ty.Any = None
     create_request_id: ty.Optional[str] = None
+    read_only: bool = False
 
     @property
     def uuid(self):

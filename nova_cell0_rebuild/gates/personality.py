@@ -43,7 +43,7 @@ class PersonalityGate(base.Gate):
                     server.record.created_with_personality_files)
         if not (marked or recorded):
             return
-        if not marked:
+        if not marked and not server.read_only:
             try:
                 nova_servers.set_cell_system_metadata(
                     server.context.elevated(), server.cell0, server.uuid,

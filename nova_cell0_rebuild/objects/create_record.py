@@ -158,3 +158,42 @@ class CreateRecord(base.Cell0RebuildObject):
             if db_record is not None:
                 return cls._from_db_object(context, cls(), db_record)
         raise exception.CreateRecordNotFound(key=instance_uuid)
+
+    @classmethod
+    def get_for_instances(cls, context, instances):
+        """Records of many instances at once: {instance uuid: record}.
+
+        :param instances: objects with ``uuid`` and ``reservation_id``.
+        """
+        uuids = [instance.uuid for instance in instances]
+        reservations = [instance.reservation_id for instance in instances
+                        if instance.reservation_id]
+        if not uuids:
+            return {}
+        with db_api.reader(context) as session:
+            rows = session.query(models.CreateRecord).filter(
+                models.CreateRecord.instance_uuid.in_(uuids) |
+                models.CreateRecord.reservation_id.in_(reservations)).all()
+        by_uuid = {row.instance_uuid: row for row in rows
+                   if row.instance_uuid}
+        by_reservation = {row.reservation_id: row for row in rows
+                          if row.reservation_id}
+        found = {}
+        for instance in instances:
+            row = by_uuid.get(instance.uuid) or by_reservation.get(
+                instance.reservation_id)
+            if row is not None:
+                found[instance.uuid] = cls._from_db_object(context, cls(),
+                                                           row)
+        return found
+
+    @classmethod
+    def list_page(cls, context, marker=None, limit=100):
+        """Records in id order, a page at a time (for purge)."""
+        with db_api.reader(context) as session:
+            query = session.query(models.CreateRecord).order_by(
+                models.CreateRecord.id)
+            if marker is not None:
+                query = query.filter(models.CreateRecord.id > marker)
+            return [cls._from_db_object(context, cls(), row)
+                    for row in query.limit(limit).all()]

@@ -1,0 +1,173 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""nova-cell0-rebuild-manage against the harness's real databases."""
+
+import base64
+import io
+import json
+
+from nova.compute import vm_states
+from nova import context as nova_context
+from nova.db.api import api as api_db_api
+from nova.db.main import api as main_db_api
+from nova import objects as nova_objects
+from nova.tests.functional.api import client as api_client
+from oslo_utils import uuidutils
+import sqlalchemy as sa
+from testtools import content
+
+from nova_cell0_rebuild.cmd import manage
+from nova_cell0_rebuild.db import api as db_api
+from nova_cell0_rebuild.db import models
+from nova_cell0_rebuild import gates
+from nova_cell0_rebuild.operations import inventory
+from nova_cell0_rebuild.tests.functional import base
+
+
+class ManageTest(base.Cell0RebuildTestCase):
+
+    def _manage(self, command, **kwargs):
+        out = io.StringIO()
+        code = getattr(manage.Cell0Commands(self.admin_context, out),
+                       command)(**kwargs)
+        return code, out.getvalue()
+
+    def _other_project_api(self):
+        return api_client.TestOpenStackClient(
+            'other-user', self.api.base_url, project_id='other-project',
+            roles=['reader', 'member'])
+
+    def _three_buried(self):
+        ok = self._create_buried_server(name='ok')
+        personality = self._create_buried_server(
+            name='files', microversion='2.1',
+            networks=[{'uuid': self.neutron.network_1['id']}],
+            personality=[{'path': '/f', 'contents': base64.b64encode(
+                b'x').decode()}])
+        other = self._create_buried_server(name='other',
+                                           api=self._other_project_api())
+        with db_api.writer(self.admin_context) as session:
+            session.query(models.CreateRecord).filter_by(
+                instance_uuid=other['id']).delete()
+        return ok, personality, other
+
+    def test_list_show_and_verdicts(self):
+        ok, personality, other = self._three_buried()
+        code, out = self._manage('list', format='json')
+        self.assertEqual(0, code)
+        listed = {e['uuid']: e for e in json.loads(out)}
+        self.assertEqual({ok['id'], personality['id'], other['id']},
+                         set(listed))
+        self.assertEqual((True, None),
+                         (listed[ok['id']]['rebuildable'],
+                          listed[ok['id']]['refused_by']))
+        self.assertEqual('personality',
+                         listed[personality['id']]['refused_by'])
+        self.assertEqual('record', listed[other['id']]['refused_by'])
+        self.assertEqual('other-project', listed[other['id']]['project_id'])
+        self.assertIn('No valid host', listed[ok['id']]['fault'])
+        # Listing wrote nothing: the personality marker is the filter's.
+        code, out = self._manage('list', rebuildable='no',
+                                 project=self.api.project_id)
+        self.assertIn(personality['id'], out)
+        self.assertNotIn(ok['id'], out)
+        self.assertNotIn(other['id'], out)
+
+        code, out = self._manage('show', uuid=ok['id'])
+        shown = json.loads(out)
+        self.assertEqual('cell0', shown['mapped_to'])
+        self.assertEqual(ok['id'], shown['create_record']['instance_uuid'])
+        self.assertIsNone(shown['move_journal'])
+        self.assertEqual(['allowed'] * 6,
+                         [v for _, v in shown['cell0']['verdicts']])
+
+    def test_heal_and_purge(self):
+        server = self._create_buried_server()
+        self._start_compute('host1')
+        self.assertEqual(202, self._rebuild(server['id']).status)
+        self._wait_for_state_change(server, 'ACTIVE')
+        code, out = self._manage('show', uuid=server['id'])
+        shown = json.loads(out)
+        self.assertEqual('cell1', shown['mapped_to'])
+        self.assertEqual(('done', 'cast_sent', 1),
+                         tuple(shown['move_journal'][k] for k in
+                               ('status', 'step', 'attempts')))
+        # Nothing was interrupted: heal has nothing to do.
+        code, out = self._manage('heal', older_than=0)
+        self.assertEqual(0, code)
+        self.assertNotIn(server['id'], out)
+        code, out = self._manage('purge', dry_run=True)
+        self.assertIn('Would delete 0 create records and 1 move journal',
+                      out)
+        self.assertIn(server['id'], out)
+        code, out = self._manage('purge')
+        self.assertIn('Deleted 0 create records and 1 move journal', out)
+        code, out = self._manage('purge')
+        self.assertIn('Deleted 0 create records and 0 move journal', out)
+
+
+class ListScalesTest(base.Cell0RebuildTestCase):
+    """list issues as many statements a page for 10 or 1,000 servers."""
+
+    def _bury(self, count):
+        """Write buried servers straight into cell0 (fast), like Nova."""
+        flavor = nova_objects.Flavor.get_by_flavor_id(self.admin_context,
+                                                      '1')
+        cell0 = self._cell0()
+        for _ in range(count):
+            uuid = uuidutils.generate_uuid()
+            with nova_context.target_cell(self.admin_context,
+                                          cell0) as cctxt:
+                instance = nova_objects.Instance(
+                    cctxt, uuid=uuid, project_id='p', user_id='u',
+                    vm_state=vm_states.ERROR, flavor=flavor,
+                    instance_type_id=flavor.id, reservation_id='r-x',
+                    system_metadata={})
+                instance.create()
+                nova_objects.InstanceFault(
+                    cctxt, instance_uuid=uuid, code=500,
+                    message='No valid host was found. ', details='',
+                    host=None).create()
+            nova_objects.InstanceMapping(
+                self.admin_context, instance_uuid=uuid, project_id='p',
+                user_id='u', cell_mapping=cell0).create()
+
+    def _statements_for_a_page(self):
+        with nova_context.target_cell(self.admin_context,
+                                      self._cell0()) as cctxt:
+            engines = {main_db_api.get_engine(context=cctxt),
+                       api_db_api.get_engine(), db_api.get_engine()}
+        count = [0]
+
+        def counter(*args, **kwargs):
+            count[0] += 1
+        for engine in engines:
+            sa.event.listen(engine, 'before_cursor_execute', counter)
+        try:
+            entries, marker = inventory.cell0_page(
+                self.admin_context, gates.load_gates(manage.CONF), limit=10)
+        finally:
+            for engine in engines:
+                sa.event.remove(engine, 'before_cursor_execute', counter)
+        self.assertEqual(10, len(entries))
+        return count[0]
+
+    def test_statements_flat_as_cell0_grows(self):
+        self._bury(10)
+        small = self._statements_for_a_page()
+        self._bury(990)
+        large = self._statements_for_a_page()
+        self.addDetail('statements', content.text_content(
+            'SQL statements for a page of 10: %d with 10 servers in cell0, '
+            '%d with 1000' % (small, large)))
+        self.assertEqual(small, large)
