@@ -195,7 +195,18 @@ def _volume_image_id(context, root_bdm):
     return volume.get('volume_image_metadata', {}).get('image_id')
 
 
+def _refuse_unsupported(instance):
+    # A create's Cyborg device profile becomes request groups the plugin
+    # does not rebuild; building without them would lose the accelerator.
+    if instance.flavor.extra_specs.get('accel:device_profile'):
+        raise exception.RequestRefused(409, _(
+            'Instance %s asks for accelerators (flavor extra spec '
+            'accel:device_profile), which a rebuild from cell0 does not '
+            'support; delete it and create it again.') % instance.uuid)
+
+
 def _prepare(context, instance, bdms, rebuild):
+    _refuse_unsupported(instance)
     api = _compute_api()
     kwargs = _translate(rebuild)
     updates = {}

@@ -284,11 +284,14 @@ def destroy_cell0_instance(context, cell0, instance):
             pass
 
 
-def restore_request_spec(context, build_request, networks, image):
+def restore_request_spec(context, build_request, networks, image,
+                         host=None, node=None):
     """Load the server's RequestSpec and make it a fresh one-server create.
 
     :param networks: NetworkRequestList or None.
     :param image: the image dict the server is built from.
+    :param host: the host the create asked for (2.74), which Nova does not
+        keep in the RequestSpec it stores; with *node*, its node.
     """
     spec = nova_objects.RequestSpec.get_by_instance_uuid(
         context, build_request.instance_uuid)
@@ -300,6 +303,13 @@ def restore_request_spec(context, build_request, networks, image):
     spec.save()
     spec.requested_networks = (
         networks or nova_objects.NetworkRequestList(objects=[]))
+    spec.requested_destination = None
+    if host or node:
+        # As the create API builds it (nova.compute.api._provision...).
+        destination = nova_objects.Destination(node=node)
+        if host:
+            destination.host = host
+        spec.requested_destination = destination
     # Not persisted by Nova: recomputed from the ports as a create does.
     network_metadata, port_groups, level_params = (
         neutron.API().create_resource_requests(

@@ -59,7 +59,18 @@ def build_record(context, request_id, microversion, server):
         user_id=context.user_id,
         microversion=microversion.get_string(),
         personality_files=_personality_count(server),
-        requested_networks=server.get('networks'))
+        requested_networks=server.get('networks'),
+        requested_host=_text(server.get('host')),
+        requested_hypervisor_hostname=_text(
+            server.get('hypervisor_hostname')))
+
+
+def _text(value):
+    # Nova's schema refuses anything else (fqdn, at most 255 characters):
+    # the record must not fail before Nova answers 400 itself.
+    if isinstance(value, str) and len(value) <= 255:
+        return value
+    return None
 
 
 def _created(resp):

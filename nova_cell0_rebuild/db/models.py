@@ -66,6 +66,9 @@ class CreateRecord(BASE):
     personality_files = sa.Column(sa.Integer, nullable=False)
     # The "networks" value of the request as JSON, NULL when it had none.
     requested_networks = sa.Column(MediumText, nullable=True)
+    # The 2.74 "host" and "hypervisor_hostname": Nova does not keep them.
+    requested_host = sa.Column(sa.String(255), nullable=True)
+    requested_hypervisor_hostname = sa.Column(sa.String(255), nullable=True)
 
 
 class MoveJournal(BASE):

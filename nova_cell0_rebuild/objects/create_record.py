@@ -14,6 +14,7 @@
 
 from oslo_db import exception as db_exc
 from oslo_serialization import jsonutils
+from oslo_utils import versionutils
 
 from nova_cell0_rebuild.db import api as db_api
 from nova_cell0_rebuild.db import models
@@ -41,7 +42,8 @@ class CreateRecord(base.Cell0RebuildObject):
     """
 
     # Version 1.0: Initial version
-    VERSION = '1.0'
+    # Version 1.1: Added requested_host and requested_hypervisor_hostname
+    VERSION = '1.1'
 
     fields = dict(base.TIMESTAMP_FIELDS, **{
         'id': fields.IntegerField(read_only=True),
@@ -56,7 +58,19 @@ class CreateRecord(base.Cell0RebuildObject):
         # The "networks" value exactly as the request gave it, or None when
         # the request named no networks.
         'requested_networks': fields.JSONField(nullable=True),
+        # The 2.74 "host" and "hypervisor_hostname" of the request, which
+        # Nova does not keep in the RequestSpec it stores.
+        'requested_host': fields.StringField(nullable=True),
+        'requested_hypervisor_hostname': fields.StringField(nullable=True),
     })
+
+    def obj_make_compatible(self, primitive, target_version):
+        super().obj_make_compatible(primitive, target_version)
+        target_version = versionutils.convert_version_to_tuple(
+            target_version)
+        if target_version < (1, 1):
+            primitive.pop('requested_host', None)
+            primitive.pop('requested_hypervisor_hostname', None)
 
     @property
     def created_with_personality_files(self):

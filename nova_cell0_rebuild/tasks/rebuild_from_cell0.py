@@ -113,8 +113,11 @@ class RebuildFromCell0Task(base.TaskBase):
     def _cast(self):
         image = pipeline.image_for_build(self.context, self.build_request,
                                          self.prepared)
+        record = self.server.record
         request_spec = pipeline.restore_request_spec(
-            self.context, self.build_request, self.networks, image)
+            self.context, self.build_request, self.networks, image,
+            host=record.requested_host if record else None,
+            node=record.requested_hypervisor_hostname if record else None)
         if pipeline.build_request_pending(
                 self.admin, self.instance.uuid) is None:
             # Deleted while it moved: Nova's delete removed the

@@ -18,6 +18,7 @@ from nova import context as nova_context
 from nova import crypto
 from nova import objects as nova_objects
 from nova.tests import fixtures as nova_fixtures
+from nova import utils
 
 from nova_cell0_rebuild.tests.functional import base
 
@@ -309,3 +310,28 @@ class ReaperRebuildTest(base.Cell0RebuildTestCase):
         self.assertEqual(202, resp.status, resp.body)
         self.assertEqual('2.65', resp.headers['x-openstack-nova-api-version'])
         self._wait_for_state_change(server, 'ACTIVE')
+
+
+class RequestedHostTest(base.Cell0RebuildTestCase):
+    """A create's 2.74 host, which Nova does not keep, is honoured."""
+
+    def test_requested_host_is_kept(self):
+        self._start_compute('host1')
+        self._start_compute('host2')
+        # host1 now has less free RAM: left to itself, the scheduler's
+        # RAM weigher prefers host2.
+        filler = self._build_server(image_uuid=self.image_id,
+                                    networks='none')
+        filler['host'] = 'host1'
+        with utils.temporary_mutation(self.admin_api, microversion='2.74'):
+            filler = self.admin_api.post_server({'server': filler})
+        self._wait_for_state_change(filler, 'ACTIVE')
+        self._set_capacity(False, 'host1')
+        server = self._create_buried_server(
+            microversion='2.74', api=self.admin_api, host='host1')
+        self.assertIn('No valid host', server['fault']['message'])
+        self._set_capacity(True, 'host1')
+        resp = self._rebuild(server['id'], api=self.admin_api)
+        self.assertEqual(202, resp.status, resp.body)
+        active = self._wait_for_state_change(server, 'ACTIVE')
+        self.assertEqual('host1', active['OS-EXT-SRV-ATTR:host'])

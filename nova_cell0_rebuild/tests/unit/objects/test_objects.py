@@ -15,14 +15,24 @@
 from nova import objects as nova_objects
 from oslo_versionedobjects import fixture
 
+from nova_cell0_rebuild.notifications import payloads  # noqa: F401
 from nova_cell0_rebuild.objects import base as obj_base
 from nova_cell0_rebuild.tests.unit import base
 
 # When a test below fails, the object changed: bump its VERSION, add a line
 # to its version history and to obj_make_compatible, then update the hash.
 object_data = {
-    'CreateRecord': '1.0-a9da1061db0e623dd2ea605746cd8450',
+    'Cell0RebuildErrorPayload': '1.0-da27aae7eb1df366b3c920287ac1a399',
+    'Cell0RebuildFaultPayload': '1.0-f588e6166977aa92e065a2ff1b94d24c',
+    'Cell0RebuildPayload': '1.0-772120c6fd78199d0a3564338263384a',
+    'Cell0RebuildRefusedPayload': '1.0-a93558fb7dbbd983d223dc708948ac93',
+    'CreateRecord': '1.1-3c49714a17143918ae291096cabc08d5',
     'MoveJournal': '1.0-48081056114614633fb90bb6d428d876',
+}
+
+# Objects that hold other objects, and the versions they hold.
+object_relationships = {
+    'Cell0RebuildErrorPayload': {'Cell0RebuildFaultPayload': '1.0'},
 }
 
 
@@ -52,7 +62,7 @@ class TestObjectVersions(base.TestCase):
         self.checker.test_compatibility_routines()
 
     def test_relationships(self):
-        self.checker.test_relationships({})
+        self.checker.test_relationships(object_relationships)
 
     def test_no_nova_class_name_is_reused(self):
         # oslo.versionedobjects keeps one registry per process, shared with
