@@ -33,6 +33,7 @@ from nova import objects as nova_objects
 from nova.volume import cinder
 from oslo_db import exception as db_exc
 
+from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild import exception
 
 # Instance fields a new BuildRequest must not inherit from the cell0 row:
@@ -142,7 +143,7 @@ def move_to_build_request(context, build_request, cell0, also=None):
 
 def build_request_pending(context, instance_uuid):
     """The server's BuildRequest if it still waits for the conductor."""
-    mapping = get_mapping(context, instance_uuid)
+    mapping = nova_servers.get_mapping(context, instance_uuid)
     if mapping is None or mapping.queued_for_delete or mapping.cell_mapping:
         return None
     try:
@@ -157,15 +158,6 @@ def get_cell0(context):
         context, nova_objects.CellMapping.CELL0_UUID)
 
 
-def cell0_instance(context, cell0, instance_uuid):
-    """The server's instance row in cell0, or None."""
-    with nova_context.target_cell(context, cell0) as cctxt:
-        try:
-            return nova_objects.Instance.get_by_uuid(cctxt, instance_uuid)
-        except nova_exception.InstanceNotFound:
-            return None
-
-
 def drop_build_request(context, instance_uuid):
     """Delete a server's BuildRequest, if any (the server is deleted)."""
     try:
@@ -173,14 +165,6 @@ def drop_build_request(context, instance_uuid):
             context, instance_uuid).destroy()
     except nova_exception.BuildRequestNotFound:
         pass
-
-
-def get_mapping(context, instance_uuid):
-    try:
-        return nova_objects.InstanceMapping.get_by_instance_uuid(
-            context, instance_uuid)
-    except nova_exception.InstanceMappingNotFound:
-        return None
 
 
 @api_db_api.context_manager.writer

@@ -59,10 +59,10 @@ def heal_move(context, journal):
     admin = context.elevated()
     uuid = journal.instance_uuid
     cell0 = pipeline.get_cell0(admin)
-    mapping = pipeline.get_mapping(admin, uuid)
+    mapping = nova_servers.get_mapping(admin, uuid)
     if mapping is None or mapping.queued_for_delete:
         pipeline.drop_build_request(admin, uuid)
-        instance = pipeline.cell0_instance(admin, cell0, uuid)
+        instance = nova_servers.get_cell0_instance(admin, cell0, uuid)
         if instance is not None:
             pipeline.destroy_cell0_instance(admin, cell0, instance)
         journal.destroy()
@@ -76,8 +76,8 @@ def heal_move(context, journal):
         # late, delete the mapping of a server that then lives in cell0.
         outcome = LEFT_ALONE
     else:
-        stranded = (mapping.cell_mapping is None and
-                    pipeline.cell0_instance(admin, cell0, uuid) is not None)
+        stranded = mapping.cell_mapping is None and (
+            nova_servers.get_cell0_instance(admin, cell0, uuid) is not None)
         if stranded:
             # The transaction committed, the cell0 rows were not removed:
             # undo from the start of the move.

@@ -12,6 +12,8 @@
 
 """Base class of the functional tests: real Nova 34 in one process."""
 
+import fixtures as fixtures_lib
+from nova.conductor import api as conductor_api
 from nova import context as nova_context
 from nova.db.main import api as main_db_api
 from nova import objects as nova_objects
@@ -135,3 +137,16 @@ class Cell0RebuildTestCase(integrated_helpers.InstanceHelperMixin,
         self.admin_api.put_service(
             service['id'],
             {'status': 'enabled' if available else 'disabled'})
+
+    def _record_casts(self):
+        """The uuids Nova's conductor is asked to build, in order."""
+        casts = []
+        real_cast = conductor_api.ComputeTaskAPI.schedule_and_build_instances
+
+        def recording_cast(api, context, build_requests, *args, **kwargs):
+            casts.extend(br.instance_uuid for br in build_requests)
+            return real_cast(api, context, build_requests, *args, **kwargs)
+        self.useFixture(fixtures_lib.MonkeyPatch(
+            'nova.conductor.api.ComputeTaskAPI.schedule_and_build_instances',
+            recording_cast))
+        return casts

@@ -17,8 +17,6 @@ stays in ERROR in cell0, exactly as it was.
 """
 
 import eventlet
-import fixtures
-from nova.conductor import api as conductor_api
 from nova import context as nova_context
 from nova import objects as nova_objects
 from nova import policy as nova_policy
@@ -108,15 +106,7 @@ class GateRefusalTest(_RefusalTestCase):
     def test_concurrent_rebuilds_one_wins(self):
         server = self._create_buried_server()
         self._start_compute('host1')
-        casts = []
-        real_cast = conductor_api.ComputeTaskAPI.schedule_and_build_instances
-
-        def counting_cast(api, context, build_requests, *args, **kwargs):
-            casts.extend(br.instance_uuid for br in build_requests)
-            return real_cast(api, context, build_requests, *args, **kwargs)
-        self.useFixture(fixtures.MonkeyPatch(
-            'nova.conductor.api.ComputeTaskAPI.schedule_and_build_instances',
-            counting_cast))
+        casts = self._record_casts()
         pool = eventlet.GreenPool(16)
         results = list(pool.imap(
             lambda _: self._rebuild(server['id']).status, range(16)))

@@ -22,12 +22,12 @@ the user supplied may be lost: it is rebuilt again and compared.
 import base64
 
 import fixtures
-from nova.conductor import api as conductor_api
 from nova import context as nova_context
 from nova import objects as nova_objects
 from testtools import content
 
 from nova_cell0_rebuild.adapters import nova_create_pipeline as pipeline
+from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild.db import api as db_api
 from nova_cell0_rebuild.db import models
 from nova_cell0_rebuild.tasks import heal
@@ -61,15 +61,15 @@ class MoveFaultsTest(base.Cell0RebuildTestCase):
 
     def _where(self, server_id):
         """(mapped cell name, cell0 row?, BuildRequest?, cell1 row?)."""
-        mapping = pipeline.get_mapping(self.admin_context, server_id)
+        mapping = nova_servers.get_mapping(self.admin_context, server_id)
         if mapping is None or mapping.queued_for_delete:
             mapped = 'deleted'
         elif mapping.cell_mapping is None:
             mapped = 'none'
         else:
             mapped = mapping.cell_mapping.name
-        cell0 = pipeline.cell0_instance(self.admin_context, self._cell0(),
-                                        server_id) is not None
+        cell0 = nova_servers.get_cell0_instance(
+            self.admin_context, self._cell0(), server_id) is not None
         br = pipeline.build_request_pending(self.admin_context,
                                             server_id) is not None
         with nova_context.target_cell(self.admin_context,
@@ -189,13 +189,13 @@ class DeleteRacesMoveTest(base.Cell0RebuildTestCase):
         found = []
         if pipeline.build_request_pending(self.admin_context, server_id):
             found.append('BuildRequest')
-        mapping = pipeline.get_mapping(self.admin_context, server_id)
+        mapping = nova_servers.get_mapping(self.admin_context, server_id)
         if mapping is not None and not mapping.queued_for_delete:
             found.append('live mapping')
         # Nova's own delete of a cell0 server soft-deletes its rows, for
         # nova-manage db archive_deleted_rows; a live row is a leftover.
-        if pipeline.cell0_instance(self.admin_context, self._cell0(),
-                                   server_id):
+        if nova_servers.get_cell0_instance(self.admin_context,
+                                           self._cell0(), server_id):
             found.append('live cell0 row')
         with db_api.reader(self.admin_context) as session:
             if session.query(models.MoveJournal).filter_by(
@@ -209,15 +209,7 @@ class DeleteRacesMoveTest(base.Cell0RebuildTestCase):
         return found
 
     def test_delete_at_every_step(self):
-        built = []
-        real_cast = conductor_api.ComputeTaskAPI.schedule_and_build_instances
-
-        def recording_cast(api, context, build_requests, *args, **kwargs):
-            built.extend(br.instance_uuid for br in build_requests)
-            return real_cast(api, context, build_requests, *args, **kwargs)
-        self.useFixture(fixtures.MonkeyPatch(
-            'nova.conductor.api.ComputeTaskAPI.schedule_and_build_instances',
-            recording_cast))
+        built = self._record_casts()
         # The last chance is before the move checks the server is still
         # wanted; a DELETE after that check meets the conductor's own
         # check instead, as for any create.
