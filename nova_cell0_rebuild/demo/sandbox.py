@@ -1,0 +1,149 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Nova's compute API over real HTTP on loopback, for a sandbox.
+
+THIS IS A SANDBOX, NEVER A DEPLOYMENT. There is no Keystone: the identity
+of a request (user, project, roles) is whatever the client's headers say, so
+anyone who can connect can act as anyone, admin included. That is why the
+server binds to loopback addresses only (127.0.0.0/8 and ::1) and refuses
+any other address.
+"""
+
+import ipaddress
+import socket
+
+import eventlet
+import eventlet.wsgi
+
+#: Who a request is when its headers do not say: the cloud's admin.
+DEFAULT_USER = 'admin'
+DEFAULT_PROJECT = 'admin'
+DEFAULT_ROLES = 'admin,member,reader'
+
+
+class NotLoopback(ValueError):
+    """A bind address outside 127.0.0.0/8 and ::1."""
+
+
+def parse_bind(value):
+    """Parse ``HOST:PORT`` (``[::1]:PORT`` for IPv6) into (host, port).
+
+    Port 0 asks the system for a free port.
+
+    :raises: NotLoopback for a host that is not a loopback address;
+        ValueError for anything that is not HOST:PORT.
+    """
+    host, sep, port = value.rpartition(':')
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise ValueError('%r is not HOST:PORT' % value)
+    host = host.strip('[]')
+    if host == 'localhost':
+        host = '127.0.0.1'
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        raise ValueError('%r is not an IP address (or localhost)' % host)
+    if not address.is_loopback:
+        raise NotLoopback(
+            '%s is not a loopback address. The sandbox API trusts the '
+            'identity sent in request headers, so it only listens on '
+            '127.0.0.0/8 or ::1, never on an address other hosts can reach.'
+            % host)
+    return str(address), int(port)
+
+
+class SandboxIdentity(object):
+    """WSGI wrapper: the request's identity is what its headers say.
+
+    Nova's functional harness (``OSAPIFixture``) replaces
+    keystonemiddleware and builds the request context from the
+    ``X-Auth-User``, ``X-Auth-Project-Id`` and ``X-Roles`` headers (admin
+    when the user is ``admin``). This wrapper also accepts the headers
+    keystonemiddleware would set (``X-User-Id``, ``X-Project-Id``) and fills
+    in the cloud's admin for whatever a client leaves out, so clients with
+    no authentication at all (``auth_type none``) work too.
+    """
+
+    def __init__(self, application):
+        self.application = application
+
+    @staticmethod
+    def _first(environ, names, default):
+        for name in names:
+            if environ.get(name):
+                return environ[name]
+        return default
+
+    def __call__(self, environ, start_response):
+        remote = environ.get('REMOTE_ADDR', '')
+        try:
+            from_loopback = ipaddress.ip_address(remote).is_loopback
+        except ValueError:
+            from_loopback = False
+        if not from_loopback:
+            start_response('403 Forbidden', [('Content-Type', 'text/plain')])
+            return [b'The sandbox API only answers loopback clients.\n']
+        environ['HTTP_X_AUTH_USER'] = self._first(
+            environ, ('HTTP_X_AUTH_USER', 'HTTP_X_USER_ID'), DEFAULT_USER)
+        environ['HTTP_X_AUTH_PROJECT_ID'] = self._first(
+            environ, ('HTTP_X_AUTH_PROJECT_ID', 'HTTP_X_PROJECT_ID'),
+            DEFAULT_PROJECT)
+        environ['HTTP_X_ROLES'] = self._first(
+            environ, ('HTTP_X_ROLES',), DEFAULT_ROLES)
+        return self.application(environ, start_response)
+
+
+class SandboxServer(object):
+    """Serve a WSGI application over HTTP on a loopback address.
+
+    :param host: a loopback address, checked again here.
+    :param port: a port, or 0 for a free one.
+    """
+
+    def __init__(self, host='127.0.0.1', port=0):
+        parse_bind('[%s]:%d' % (host, port))
+        self.host = host
+        self.port = port
+        self._socket = None
+        self._thread = None
+
+    def bind(self):
+        """Listen on the address; sets the bound port.
+
+        :raises: OSError, e.g. when the port is taken.
+        """
+        family = socket.AF_INET6 if ':' in self.host else socket.AF_INET
+        self._socket = eventlet.listen((self.host, self.port), family=family)
+        self.port = self._socket.getsockname()[1]
+
+    def serve(self, application):
+        """Serve nova-api's WSGI application in a green thread."""
+        # One request per connection: stopping never waits for an idle
+        # keep-alive client.
+        self._thread = eventlet.spawn(
+            eventlet.wsgi.server, self._socket, SandboxIdentity(application),
+            log_output=False, keepalive=False, debug=False)
+
+    @property
+    def endpoint(self):
+        """The compute endpoint, e.g. ``http://127.0.0.1:8774/v2.1``."""
+        host = '[%s]' % self.host if ':' in self.host else self.host
+        return 'http://%s:%d/v2.1' % (host, self.port)
+
+    def stop(self):
+        if self._thread is not None:
+            self._thread.kill()
+            self._thread = None
+        if self._socket is not None:
+            self._socket.close()
+            self._socket = None
