@@ -13,6 +13,22 @@
 """Adapters: the only modules that call Nova's internals.
 
 Each module is named for the part of Nova it adapts, so that a Nova upgrade
-touches one place: ``nova_api`` (API microversions, schemas, policy, views),
-``nova_servers`` (mappings, build requests and instances across cells).
+touches one place:
+
+``nova_api``
+    API microversions, request schemas, policy, views and faults.
+``nova_compute``
+    ``nova.compute.api``: loading a server, rebuild validation, quota.
+``nova_create_pipeline``
+    BuildRequest, mapping, RequestSpec and the conductor cast.
+``nova_servers``
+    where a server lives: mappings, build requests, instances in cells.
+``nova_cell0_listing``
+    paging through cell0 with create-action request ids.
+``nova_notifications``
+    Nova's notifier and the RequestSpec id of a server.
+``nova_paste``
+    where nova-api's paste file is.
+``nova_config``
+    Nova's configuration start-up for our command lines.
 """

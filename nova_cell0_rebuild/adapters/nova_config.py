@@ -16,9 +16,11 @@ from nova import config as nova_config
 
 
 def parse_args(argv, prog):
-    """Read Nova's configuration files and set up its databases.
+    """Read Nova's configuration files, set up its databases and RPC.
 
     Our command lines read the same files as nova-manage
     (``--config-file``/``--config-dir``, default ``/etc/nova/nova.conf``).
+    RPC is set up as nova-manage does: loading a CellMapping formats its
+    transport URL, and casting to the conductor needs it.
     """
-    nova_config.parse_args(argv, init_rpc=False, prog=prog)
+    nova_config.parse_args(argv, prog=prog)

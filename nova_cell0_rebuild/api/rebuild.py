@@ -29,6 +29,7 @@ from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild.api import record_keeping
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild.gates import base as gates_base
+from nova_cell0_rebuild.notifications import rebuild as notifications
 from nova_cell0_rebuild import objects
 from nova_cell0_rebuild.objects import fields
 from nova_cell0_rebuild.policies import rebuild as rebuild_policies
@@ -163,7 +164,13 @@ class RebuildFromCell0(object):
         if self._heal_interrupted(context.elevated(), server_id):
             instance = nova_compute.get_server(context, server_id)
         server, bdms = self._load(context, instance, mapping)
-        self.gates.check(server, rebuild)
+        try:
+            self.gates.check(server, rebuild)
+        except exception.GateRefused as refusal:
+            notifications.notify_rebuild(
+                context, notifications.REFUSED, server,
+                image_uuid=rebuild['imageRef'], refusal=refusal)
+            raise
         prepared = nova_compute.prepare_rebuild(context, instance, bdms,
                                                 rebuild)
         networks = nova_api.requested_networks(
@@ -171,7 +178,9 @@ class RebuildFromCell0(object):
         task = self.task_factory(context, server, prepared, networks, bdms,
                                  stale_after=self.stale_after)
         try:
-            task.execute()
+            with notifications.rebuild_notifications(
+                    context, server, prepared.image_id):
+                task.execute()
         except (nova_compute.UnexpectedTaskState,
                 nova_create_pipeline.MoveConflict,
                 exception.MoveInProgress, exception.MoveInterrupted):

@@ -1,0 +1,221 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""nova-cell0-rebuild-status: is nova-cell0-rebuild ready to serve?
+
+``nova-cell0-rebuild-status upgrade check [--json]`` works as
+``nova-status upgrade check``: it reads Nova's configuration files and
+exits with 0 when every check succeeds, 1 when one warns, 2 when one fails
+and 255 when a check could not run.
+"""
+
+import sys
+
+from oslo_config import cfg
+from oslo_db import exception as db_exc
+from oslo_upgradecheck import upgradecheck
+import sqlalchemy as sa
+
+from nova_cell0_rebuild._i18n import _
+from nova_cell0_rebuild.adapters import nova_cell0_listing
+from nova_cell0_rebuild.adapters import nova_config
+from nova_cell0_rebuild.adapters import nova_paste
+from nova_cell0_rebuild.api import pipeline_position as position
+from nova_cell0_rebuild.api import rebuild as rebuild_flow
+from nova_cell0_rebuild import conf as plugin_conf
+from nova_cell0_rebuild.conf import cell0_rebuild as cell0_rebuild_conf
+from nova_cell0_rebuild.db import migration
+from nova_cell0_rebuild import exception
+from nova_cell0_rebuild import gates
+from nova_cell0_rebuild.objects import record_coverage
+
+CONF = cfg.CONF
+
+PROG = 'nova-cell0-rebuild-status'
+
+Code = upgradecheck.Code
+Result = upgradecheck.Result
+
+_DB_ERRORS = (db_exc.DBError, db_exc.CantStartEngineError,
+              sa.exc.SQLAlchemyError)
+
+
+def _one_line(exc):
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+class UpgradeCommands(upgradecheck.UpgradeCommands):
+    """Checks that nova-cell0-rebuild is set up to serve nova-api."""
+
+    display_title = _('nova-cell0-rebuild Upgrade Check Results')
+    #: Servers read from cell0 at a time when counting unrecorded ones.
+    page_size = 1000
+
+    def _check_pipeline(self):
+        """The filter is right after keystonecontext in every pipeline."""
+        found, looked_for = nova_paste.paste_files(CONF)
+        if not found:
+            return Result(Code.FAILURE, _(
+                'No paste file of nova-api was found (looked for %s). Set '
+                '[wsgi] api_paste_config to the api-paste.ini nova-api '
+                'loads.') % ' and '.join(looked_for))
+        wrong, late, right = [], [], []
+        for path in found:
+            try:
+                positions = position.positions(path)
+            except position.PasteFileError as exc:
+                wrong.append(str(exc))
+                continue
+            for name, where in sorted(positions.items()):
+                entry = '%s of %s: %s' % (name, path, where)
+                if where == position.RIGHT_AFTER_CONTEXT:
+                    right.append(entry)
+                elif where == position.LATER:
+                    late.append(entry)
+                else:
+                    wrong.append(entry)
+        if wrong:
+            return Result(Code.FAILURE, _(
+                'cell0_rebuild must be right after keystonecontext in every '
+                'v2.1 pipeline of nova-api (%s). Without it, servers are '
+                'created without a create record and cannot be rebuilt '
+                'from cell0; fix the paste file and restart nova-api.')
+                % '; '.join(wrong))
+        if late:
+            return Result(Code.WARNING, _(
+                'cell0_rebuild should be right after keystonecontext (%s): '
+                'a filter in between can change or answer a request before '
+                'the filter sees it.') % '; '.join(late))
+        return Result(Code.SUCCESS, '; '.join(right))
+
+    def _check_database(self):
+        """The plugin's tables are at the newest revision."""
+        try:
+            current = migration.db_version()
+        except _DB_ERRORS as exc:
+            return Result(Code.FAILURE, _(
+                "The plugin's tables cannot be read: %s") % _one_line(exc))
+        head = migration.head_version()
+        if current is None:
+            return Result(Code.FAILURE, _(
+                "The plugin's tables do not exist. Run "
+                "nova-cell0-rebuild-manage db sync."))
+        if current != head:
+            return Result(Code.FAILURE, _(
+                "The plugin's tables are at revision %(current)s, this "
+                "code needs %(head)s. Run nova-cell0-rebuild-manage db "
+                "sync.") % {'current': current, 'head': head})
+        return Result(Code.SUCCESS, _('At revision %s.') % head)
+
+    def _check_min_microversion(self):
+        """[cell0_rebuild] min_microversion suits the installed Nova."""
+        try:
+            value = CONF.cell0_rebuild.min_microversion
+            rebuild_flow.check_min_microversion(value)
+        except (exception.InvalidConfiguration, ValueError) as exc:
+            return Result(Code.FAILURE, _(
+                '%s. nova-api will not load the filter.') % _one_line(exc))
+        return Result(Code.SUCCESS, _('Rebuilds from cell0 are handled '
+                                      'from microversion %s.') % value)
+
+    def _check_gates(self):
+        """Every gate of [cell0_rebuild] enabled_gates loads."""
+        try:
+            chain = gates.load_gates(CONF)
+        except exception.InvalidConfiguration as exc:
+            return Result(Code.FAILURE, _(
+                '%s. nova-api will not load the filter.') % _one_line(exc))
+        missing = [name for name in cell0_rebuild_conf.GATE_NAMES
+                   if name not in chain.names]
+        if missing:
+            return Result(Code.WARNING, _(
+                'Built-in gates not enabled: %s. Each one guards against '
+                'rebuilding a server that should not be; see the gates '
+                'guide before leaving one out.') % ', '.join(missing))
+        return Result(Code.SUCCESS, _('Enabled gates: %s.')
+                      % ', '.join(chain.names))
+
+    def _unrecorded(self, context, cell0, page):
+        """The servers of a page whose create record cannot be found."""
+        found = record_coverage.recorded(
+            context, instance_uuids=[i.uuid for i in page],
+            reservation_ids=[i.reservation_id for i in page])
+        left = [i for i in page
+                if i.uuid not in found['instance_uuid'] and
+                i.reservation_id not in found['reservation_id']]
+        if not left:
+            return []
+        request_ids = nova_cell0_listing.create_request_ids(
+            context, cell0, [i.uuid for i in left])
+        found = record_coverage.recorded(
+            context, request_ids=request_ids.values())
+        return [i for i in left
+                if request_ids.get(i.uuid) not in found['request_id']]
+
+    def _count_unrecorded(self):
+        """How many servers in cell0 have no create record."""
+        context = nova_cell0_listing.admin_context()
+        cell0 = nova_cell0_listing.get_cell0(context)
+        return sum(len(self._unrecorded(context, cell0, page))
+                   for page in nova_cell0_listing.pages(
+                       context, cell0, self.page_size))
+
+    def _check_unrecorded(self):
+        """Servers in cell0 without a create record, which gates refuse."""
+        try:
+            count = self._count_unrecorded()
+        except nova_cell0_listing.Cell0NotMapped:
+            return Result(Code.FAILURE, _(
+                'cell0 is not mapped: run nova-manage cell_v2 map_cell0.'))
+        except _DB_ERRORS as exc:
+            return Result(Code.FAILURE, _(
+                'Servers in cell0 cannot be counted: %s') % _one_line(exc))
+        if not count:
+            return Result(Code.SUCCESS, _(
+                'Every server in cell0 has a create record.'))
+        details = _(
+            '%d server(s) in cell0 have no create record: they were created '
+            'while the cell0_rebuild filter was not in nova-api\'s '
+            'pipeline.') % count
+        if ('record' in CONF.cell0_rebuild.enabled_gates and
+                not CONF.cell0_rebuild.allow_unrecorded):
+            return Result(Code.WARNING, details + ' ' + _(
+                'The record gate will refuse to rebuild them from cell0 '
+                '(409 Conflict). Delete and re-create them, or check them '
+                'and set [cell0_rebuild] allow_unrecorded = True.'))
+        return Result(Code.SUCCESS, details + ' ' + _(
+            'They can be rebuilt from cell0 with the networks Neutron '
+            'allocates by default.'))
+
+    _upgrade_checks = (
+        (_('API pipeline'), _check_pipeline),
+        (_('Database'), _check_database),
+        (_('Minimum microversion'), _check_min_microversion),
+        (_('Gates'), _check_gates),
+        (_('Servers in cell0 without a create record'), _check_unrecorded),
+    )
+
+
+def main(argv=None):
+    """Parse Nova's configuration and run the requested command."""
+    argv = sys.argv if argv is None else argv
+    plugin_conf.register_opts(CONF)
+    upgradecheck.register_cli_options(CONF, UpgradeCommands())
+    try:
+        nova_config.parse_args(argv, prog=PROG)
+    except cfg.ConfigFilesNotFoundError as exc:
+        print('%s: %s' % (PROG, exc), file=sys.stderr)
+        return 255
+    # What upgradecheck.main() does once it has parsed the configuration:
+    # check() reads --json from it.
+    upgradecheck.CONF = CONF
+    return upgradecheck.run(CONF)

@@ -1,0 +1,155 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The cell0_rebuild.rebuild.* notifications, against their samples.
+
+As Nova's notification sample tests: each event is triggered through the
+real API and compared, structure and values, with its sample under
+doc/notification_samples. The ids that differ from run to run are masked:
+each is first checked to be what it must be (the server's uuid, the
+rebuild's request id, ...) and the sample's id is then replaced by it.
+"""
+
+import os
+
+import fixtures
+from nova import objects as nova_objects
+from oslo_serialization import jsonutils
+
+from nova_cell0_rebuild.tests.functional import base
+from nova_cell0_rebuild.tests.functional import request_ids
+
+SAMPLES = os.path.normpath(os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir,
+    os.pardir, 'doc', 'notification_samples'))
+
+PIPELINE = 'nova_cell0_rebuild.adapters.nova_create_pipeline.'
+
+#: The ids of the samples, as in Nova's samples, by payload field.
+SAMPLE_IDS = {
+    'instance_uuid': '178b0921-8f85-4257-88b6-2e743b5a975c',
+    'request_id': 'req-5b6c791d-5709-4f36-8fbe-c3e02869e35d',
+    'reservation_id': 'r-npxv0e40',
+}
+
+#: What Nova's harness calls the host of its services (CONF.host).
+HOST = 'fake-mini'
+
+
+class NotificationSampleTest(base.Cell0RebuildTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(request_ids.RequestIdsAsInNovaApi())
+
+    def _ours(self):
+        return [n for n in self.notifier.versioned_notifications
+                if n['event_type'].startswith('cell0_rebuild.')]
+
+    def _buried(self):
+        server = self._create_buried_server()
+        return self.admin_api.get_server(server['id'])
+
+    def _start_compute_here(self):
+        self._start_compute('host1')
+        # The harness leaves CONF.host at the last service started; nova-api
+        # runs on its own host.
+        self.flags(host=HOST)
+
+    def _run_ids(self, server, resp):
+        """The values of this run for the masked fields, checked."""
+        request_id = resp.headers['x-openstack-request-id']
+        self.assertTrue(request_id.startswith('req-'), request_id)
+        reservation_id = server['OS-EXT-SRV-ATTR:reservation_id']
+        self.assertTrue(reservation_id.startswith('r-'), reservation_id)
+        spec = nova_objects.RequestSpec.get_by_instance_uuid(
+            self.admin_context, server['id'])
+        return {'instance_uuid': server['id'], 'request_id': request_id,
+                'reservation_id': reservation_id,
+                'request_spec_id': spec.id}
+
+    def _verify(self, sample_name, actual, run_ids):
+        """Compare a notification with its sample, ids masked."""
+        with open(os.path.join(SAMPLES, sample_name + '.json')) as sample:
+            text = sample.read()
+        for field, sample_id in SAMPLE_IDS.items():
+            text = text.replace(sample_id, run_ids[field])
+        expected = jsonutils.loads(text)
+        expected['payload']['nova_object.data']['request_spec_id'] = (
+            run_ids['request_spec_id'])
+        self.assertJsonEqual(expected, actual)
+
+    def test_rebuild_start_end(self):
+        server = self._buried()
+        self._start_compute_here()
+        self.notifier.reset()
+        resp = self._rebuild(server['id'])
+        self.assertEqual(202, resp.status, resp.body)
+        run_ids = self._run_ids(server, resp)
+        self._wait_for_state_change(server, 'ACTIVE')
+        start, end = self._ours()
+        self._verify('cell0_rebuild-rebuild-start', start, run_ids)
+        self._verify('cell0_rebuild-rebuild-end', end, run_ids)
+
+    def test_rebuild_error(self):
+        server = self._buried()
+        self.useFixture(fixtures.MockPatch(
+            PIPELINE + 'schedule_and_build',
+            side_effect=RuntimeError('Injected: the conductor is away')))
+        self.notifier.reset()
+        resp = self._rebuild(server['id'])
+        self.assertEqual(500, resp.status, resp.body)
+        run_ids = self._run_ids(server, resp)
+        start, error = self._ours()
+        self._verify('cell0_rebuild-rebuild-start', start, run_ids)
+        self._verify('cell0_rebuild-rebuild-error', error, run_ids)
+
+    def test_rebuild_refused(self):
+        server = self._buried()
+        self.api.post_server_action(server['id'], {'lock': {}})
+        self.notifier.reset()
+        resp = self._rebuild(server['id'])
+        self.assertEqual(409, resp.status, resp.body)
+        refused, = self._ours()
+        self._verify('cell0_rebuild-rebuild-refused', refused,
+                     self._run_ids(server, resp))
+        self.assertEqual(resp.body['conflictingRequest']['message'],
+                         refused['payload']['nova_object.data']['reason'])
+
+
+class NotificationSettingsTest(base.Cell0RebuildTestCase):
+
+    def _rebuilt(self):
+        server = self._create_buried_server()
+        self._start_compute('host1')
+        self.notifier.reset()
+        resp = self._rebuild(server['id'])
+        self.assertEqual(202, resp.status, resp.body)
+        self._wait_for_state_change(server, 'ACTIVE')
+        return [n['event_type'] for n in self.notifier.versioned_notifications
+                if n['event_type'].startswith('cell0_rebuild.')]
+
+    def test_none_when_only_unversioned_notifications_are_sent(self):
+        self.flags(notification_format='unversioned', group='notifications')
+        self.assertEqual([], self._rebuilt())
+        self.assertNotIn('cell0_rebuild', repr(self.notifier.notifications))
+
+    def test_sent_when_versioned_only(self):
+        self.flags(notification_format='versioned', group='notifications')
+        self.assertEqual(['cell0_rebuild.rebuild.start',
+                          'cell0_rebuild.rebuild.end'], self._rebuilt())
+
+    def test_a_notifier_failure_does_not_fail_the_rebuild(self):
+        self.useFixture(fixtures.MockPatch(
+            'nova_cell0_rebuild.adapters.nova_notifications.send',
+            side_effect=RuntimeError('the notification bus is down')))
+        self.assertEqual([], self._rebuilt())

@@ -1,0 +1,227 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""nova-cell0-rebuild-status upgrade check: the configuration checks.
+
+The database checks run on real Nova databases in
+``tests/functional/test_status.py``; the command as an operator runs it is
+at the end of this file.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import fixtures
+from nova.db.api import models as api_models
+from nova.db.main import models as main_models
+from oslo_upgradecheck import upgradecheck
+import sqlalchemy as sa
+
+from nova_cell0_rebuild.cmd import status
+from nova_cell0_rebuild.db import migration
+from nova_cell0_rebuild.tests.unit.api import test_pipeline_position as paste
+from nova_cell0_rebuild.tests.unit import base
+
+Code = upgradecheck.Code
+
+
+class PipelineCheckTest(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.tmp = self.useFixture(fixtures.TempDir()).path
+        # Where Nova's WSGI application would look: empty unless a test
+        # puts a paste file there.
+        self.wsgi_dir = os.path.join(self.tmp, 'wsgi')
+        os.mkdir(self.wsgi_dir)
+        self.useFixture(fixtures.EnvironmentVariable(
+            'OS_NOVA_CONFIG_DIR', self.wsgi_dir))
+        self.useFixture(fixtures.EnvironmentVariable('OS_NOVA_CONFIG_FILES'))
+
+    def _configure(self, text):
+        path = os.path.join(self.tmp, 'api-paste.ini')
+        with open(path, 'w') as paste_file:
+            paste_file.write(text)
+        self.conf.set_override('api_paste_config', path, group='wsgi')
+        return path
+
+    def _check(self):
+        return status.UpgradeCommands()._check_pipeline()
+
+    def test_success(self):
+        path = self._configure(paste.shipped_text())
+        result = self._check()
+        self.assertEqual(Code.SUCCESS, result.code, result.details)
+        self.assertIn(path, result.details)
+
+    def test_warning_when_not_right_after_keystonecontext(self):
+        self._configure(paste.variant((paste.LEGACY_TAIL, (
+            'keystonecontext legacy_v2_compatible cell0_rebuild'))))
+        result = self._check()
+        self.assertEqual(Code.WARNING, result.code, result.details)
+        self.assertIn(paste.LEGACY, result.details)
+        self.assertNotIn(paste.V21 + ' ', result.details)
+
+    def test_failure_when_missing_from_one_pipeline(self):
+        self._configure(paste.variant((paste.V21_LINE, paste.V21_LINE.replace(
+            ' cell0_rebuild', ''))))
+        result = self._check()
+        self.assertEqual(Code.FAILURE, result.code, result.details)
+        self.assertIn('%s of ' % paste.V21, result.details)
+        self.assertIn(': missing', result.details)
+
+    def test_failure_when_before_keystonecontext(self):
+        self._configure(paste.variant((paste.V21_LINE, paste.V21_LINE.replace(
+            'authtoken keystonecontext cell0_rebuild',
+            'cell0_rebuild authtoken keystonecontext'))))
+        self.assertEqual(Code.FAILURE, self._check().code)
+
+    def test_failure_when_no_paste_file_is_found(self):
+        self.conf.set_override('api_paste_config',
+                               os.path.join(self.tmp, 'nowhere.ini'),
+                               group='wsgi')
+        result = self._check()
+        self.assertEqual(Code.FAILURE, result.code)
+        self.assertIn('nowhere.ini', result.details)
+        self.assertIn(os.path.join(self.wsgi_dir, 'api-paste.ini'),
+                      result.details)
+
+    def test_the_file_of_nova_wsgi_application_is_checked_too(self):
+        self._configure(paste.shipped_text())
+        shutil.copy(os.path.join(os.path.dirname(paste.SHIPPED),
+                                 'api-paste.ini'), self.wsgi_dir)
+        self.assertEqual(Code.SUCCESS, self._check().code)
+        with open(os.path.join(self.wsgi_dir, 'api-paste.ini'), 'w') as f:
+            f.write(paste.variant(('cell0_rebuild osapi', 'osapi')))
+        result = self._check()
+        self.assertEqual(Code.FAILURE, result.code)
+        self.assertIn(self.wsgi_dir, result.details)
+
+    def test_failure_when_not_nova_api_paste_file(self):
+        self._configure('[app:x]\npaste.app_factory = x:y\n')
+        result = self._check()
+        self.assertEqual(Code.FAILURE, result.code)
+        self.assertIn('composite:osapi_compute', result.details)
+
+
+class ConfigurationChecksTest(base.TestCase):
+
+    def _override(self, **values):
+        for name, value in values.items():
+            self.conf.set_override(name, value, group='cell0_rebuild')
+
+    def test_min_microversion(self):
+        command = status.UpgradeCommands()
+        result = command._check_min_microversion()
+        self.assertEqual(Code.SUCCESS, result.code)
+        self.assertIn('2.104', result.details)
+        for value in ('2.56', '2.999'):
+            self._override(min_microversion=value)
+            result = command._check_min_microversion()
+            self.assertEqual(Code.FAILURE, result.code, value)
+            self.assertIn(value, result.details)
+            self.assertIn('nova-api will not load the filter',
+                          result.details)
+
+    def test_gates(self):
+        command = status.UpgradeCommands()
+        result = command._check_gates()
+        self.assertEqual(Code.SUCCESS, result.code)
+        self.assertIn('state, lock, fault, record, personality, quota',
+                      result.details)
+        self._override(enabled_gates=['state', 'lock', 'fault', 'quota'])
+        result = command._check_gates()
+        self.assertEqual(Code.WARNING, result.code)
+        self.assertIn('not enabled: record, personality', result.details)
+        self._override(enabled_gates=['state', 'typo'])
+        result = command._check_gates()
+        self.assertEqual(Code.FAILURE, result.code)
+        self.assertIn('typo', result.details)
+
+
+def _nova_databases(tmp):
+    """An API database with cell0 mapped, and an empty cell0 database."""
+    cell0_url = 'sqlite:///%s' % os.path.join(tmp, 'cell0.db')
+    main_models.BASE.metadata.create_all(sa.create_engine(cell0_url))
+    api_url = 'sqlite:///%s' % os.path.join(tmp, 'api.db')
+    api_engine = sa.create_engine(api_url)
+    api_models.BASE.metadata.create_all(api_engine)
+    with api_engine.begin() as conn:
+        conn.execute(api_models.CellMapping.__table__.insert().values(
+            uuid='00000000-0000-0000-0000-000000000000', name='cell0',
+            transport_url='none:///', database_connection=cell0_url,
+            disabled=False))
+    return api_url, cell0_url
+
+
+class StatusCommandTest(base.TestCase):
+    """The console script, run as an operator runs it."""
+
+    def setUp(self):
+        super().setUp()
+        self.tmp = self.useFixture(fixtures.TempDir()).path
+        api_url, cell0_url = _nova_databases(self.tmp)
+        self.plugin_url = 'sqlite:///%s' % os.path.join(self.tmp, 'plugin.db')
+        self.config = os.path.join(self.tmp, 'nova.conf')
+        with open(self.config, 'w') as conf:
+            conf.write('[api_database]\nconnection = %s\n'
+                       '[database]\nconnection = %s\n'
+                       '[cell0_rebuild]\nconnection = %s\n'
+                       % (api_url, cell0_url, self.plugin_url))
+        # Found as nova-api finds it: beside nova.conf, by its default name.
+        shutil.copy(paste.SHIPPED, self.tmp)
+
+    def _status(self, *args):
+        env = {key: value for key, value in os.environ.items()
+               if key != 'PYTHONWARNINGS'}
+        env['OS_NOVA_CONFIG_DIR'] = self.tmp
+        script = os.path.join(os.path.dirname(sys.executable),
+                              status.PROG)
+        proc = subprocess.run([script] + list(args), capture_output=True,
+                              text=True, timeout=120, env=env)
+        return proc.returncode, proc.stdout, proc.stderr
+
+    def _check(self):
+        code, out, err = self._status('--config-file', self.config,
+                                      'upgrade', 'check', '--json')
+        results = json.loads(out.strip().splitlines()[-1])
+        return code, {check['check']: check['result']
+                      for check in results['checks']}, err
+
+    def test_every_check_succeeds(self):
+        migration.db_sync(sa.create_engine(self.plugin_url))
+        code, results, err = self._check()
+        self.assertEqual(0, code, err)
+        self.assertEqual(5, len(results))
+        self.assertEqual({Code.SUCCESS}, set(results.values()), results)
+
+    def test_tables_not_created_is_a_failure(self):
+        code, results, err = self._check()
+        self.assertEqual(2, code, err)
+        self.assertEqual(Code.FAILURE, results['Database'])
+
+    def test_table_output(self):
+        migration.db_sync(sa.create_engine(self.plugin_url))
+        code, out, err = self._status('--config-file', self.config,
+                                      'upgrade', 'check')
+        self.assertEqual(0, code, err)
+        self.assertEqual(5, out.count('Result: Success'), out)
+
+    def test_missing_configuration_file(self):
+        code, out, err = self._status(
+            '--config-file', os.path.join(self.tmp, 'none.conf'),
+            'upgrade', 'check')
+        self.assertEqual(255, code)
+        self.assertIn('none.conf', err)
