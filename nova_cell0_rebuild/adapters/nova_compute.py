@@ -205,6 +205,18 @@ def _refuse_unsupported(instance):
             'support; delete it and create it again.') % instance.uuid)
 
 
+def original_image(context, cell0, instance):
+    """The image a cell0 server was created from; its volume's if it boots
+    from a volume.
+    """
+    if instance.image_ref:
+        return instance.image_ref
+    bdms, _fault, _request_id = load_cell0_details(context, cell0,
+                                                   instance.uuid)
+    return _volume_image_id(
+        context, compute_utils.get_root_bdm(context, instance, bdms))
+
+
 def _prepare(context, instance, bdms, rebuild):
     _refuse_unsupported(instance)
     api = _compute_api()

@@ -28,6 +28,7 @@ from nova_cell0_rebuild.adapters import nova_create_pipeline
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild.api import record_keeping
 from nova_cell0_rebuild import exception
+from nova_cell0_rebuild import gates
 from nova_cell0_rebuild.gates import base as gates_base
 from nova_cell0_rebuild.notifications import rebuild as notifications
 from nova_cell0_rebuild import objects
@@ -161,6 +162,21 @@ class RebuildFromCell0(object):
         nova_api.authorize(context, rebuild_policies.REBUILD_FROM_CELL0,
                            target)
 
+        prepared = self.rebuild(context, instance, mapping, rebuild)
+        return nova_api.rebuild_response(req, version, server_id,
+                                         prepared.admin_password)
+
+    def rebuild(self, context, instance, mapping, rebuild):
+        """Rebuild an authorized server from cell0; the API and CLI path.
+
+        Heals an interrupted move of the server first, runs the gates,
+        validates the rebuild as Nova's would and moves the server.
+
+        :param rebuild: a rebuild object valid against Nova's schema.
+        :returns: the PreparedRebuild (its admin password is answered).
+        :raises: RequestRefused (gates, validation, a concurrent move).
+        """
+        server_id = instance.uuid
         if self._heal_interrupted(context.elevated(), server_id):
             instance = nova_compute.get_server(context, server_id)
         server, bdms = self._load(context, instance, mapping)
@@ -191,5 +207,27 @@ class RebuildFromCell0(object):
             # Kept while the server may be buried again; gone once landed.
             record_keeping.follow(context.elevated(), server.record,
                                   [server.uuid])
-        return nova_api.rebuild_response(req, version, server_id,
-                                         prepared.admin_password)
+        return prepared
+
+
+def rebuild_as_admin(context, conf, server_id, image_ref=None):
+    """Rebuild a server from cell0 for an operator (no HTTP, no policy).
+
+    :param image_ref: the image to build from; by default the server's own
+        (its volume's for a volume-backed server).
+    :returns: the PreparedRebuild.
+    :raises: RequestRefused, as the API would answer it.
+    """
+    admin = context.elevated()
+    mapping = nova_servers.get_mapping(admin, server_id)
+    if mapping is None or not nova_servers.is_cell0(mapping.cell_mapping):
+        raise exception.RequestRefused(409, _(
+            'Instance %s is not in cell0.') % server_id)
+    instance = nova_compute.get_server(admin, server_id)
+    if image_ref is None:
+        image_ref = nova_compute.original_image(
+            admin, mapping.cell_mapping, instance)
+    handler = RebuildFromCell0(conf, gates.load_gates(conf),
+                               check_min_microversion(
+                                   conf.cell0_rebuild.min_microversion))
+    return handler.rebuild(admin, instance, mapping, {'imageRef': image_ref})

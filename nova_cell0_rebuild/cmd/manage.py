@@ -17,7 +17,7 @@ Reads the same configuration files as nova-manage (``--config-file``,
 
 Exit codes: 0 success; 1 error (printed as one line on stderr); 2 usage;
 3 something needs an operator's attention (``heal`` left a move alone,
-``rebuild`` was refused).
+``rebuild`` was refused: the refusal is printed).
 """
 
 import datetime
@@ -30,8 +30,10 @@ import prettytable
 
 from nova_cell0_rebuild.adapters import nova_config
 from nova_cell0_rebuild.adapters import nova_servers
+from nova_cell0_rebuild.api import rebuild as rebuild_flow
 from nova_cell0_rebuild import conf as plugin_conf
 from nova_cell0_rebuild.db import migration
+from nova_cell0_rebuild import exception
 from nova_cell0_rebuild import gates as gates_loader
 from nova_cell0_rebuild import objects
 from nova_cell0_rebuild.operations import inventory
@@ -155,6 +157,22 @@ class Cell0Commands(object):
         self._print(_table(['UUID', 'Interrupted at', 'Outcome'], results))
         if any(outcome == heal_task.LEFT_ALONE for _, _, outcome in results):
             return ATTENTION
+        return SUCCESS
+
+    @args('uuid', metavar='<server uuid>')
+    @args('--image', metavar='<image id>',
+          help='Image to build from (default: the server\'s own).')
+    def rebuild(self, uuid, image=None):
+        """Rebuild a server from cell0, as the API does, as an admin."""
+        try:
+            prepared = rebuild_flow.rebuild_as_admin(self.context, CONF,
+                                                     uuid, image_ref=image)
+        except exception.RequestRefused as refusal:
+            self._print('Refused (%d): %s' % (refusal.status, refusal))
+            return ATTENTION
+        self._print('Server %s handed back to the conductor with image %s; '
+                    'follow it with "openstack server show %s".'
+                    % (uuid, prepared.image_id, uuid))
         return SUCCESS
 
     @args('--before', metavar='<YYYY-MM-DD[THH:MM:SS]>',

@@ -116,6 +116,23 @@ class ManageTest(base.Cell0RebuildTestCase):
         self.assertIn('Deleted 0 create records and 0 move journal', out)
 
 
+    def test_rebuild_as_an_operator(self):
+        ok, personality, other = self._three_buried()
+        self._start_compute('host1')
+        code, out = self._manage('rebuild', uuid=personality['id'])
+        self.assertEqual(manage.ATTENTION, code)
+        self.assertIn('Refused (409)', out)
+        self.assertIn('personality files', out)
+        code, out = self._manage('rebuild', uuid=ok['id'])
+        self.assertEqual(manage.SUCCESS, code, out)
+        self.assertIn(self.image_id, out)
+        active = self._wait_for_state_change(ok, 'ACTIVE')
+        self.assertEqual(ok['id'], active['id'])
+        code, out = self._manage('rebuild', uuid=ok['id'])
+        self.assertEqual(manage.ATTENTION, code)
+        self.assertIn('not in cell0', out)
+
+
 class ListScalesTest(base.Cell0RebuildTestCase):
     """list issues as many statements a page for 10 or 1,000 servers."""
 
