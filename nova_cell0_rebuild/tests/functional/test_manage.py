@@ -115,7 +115,6 @@ class ManageTest(base.Cell0RebuildTestCase):
         code, out = self._manage('purge')
         self.assertIn('Deleted 0 create records and 0 move journal', out)
 
-
     def test_rebuild_as_an_operator(self):
         ok, personality, other = self._three_buried()
         self._start_compute('host1')
