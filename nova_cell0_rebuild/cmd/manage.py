@@ -113,18 +113,30 @@ class Cell0Commands(object):
           help='Servers read per query page.')
     @args('--progress', action='store_true',
           help='Report on stderr how many servers were scanned.')
+    @args('--marker', metavar='<server uuid>',
+          help='Start after this server (the last one of a previous page).')
+    @args('--pages', type=int, metavar='<n>',
+          help='Read at most this many pages; the marker of the next call '
+               'is printed on stderr.')
     def list(self, project=None, rebuildable=None, older_than=None,
-             format='table', page_size=50, progress=False):
+             format='table', page_size=50, progress=False, marker=None,
+             pages=None):
         """List servers in cell0 with whether each can be rebuilt."""
         gates = gates_loader.load_gates(CONF)
         want = None if rebuildable is None else rebuildable == 'yes'
 
-        def report(count):
-            print('scanned %d servers' % count, file=sys.stderr)
+        next_marker = []
+
+        def report(count, marker):
+            next_marker[:] = [marker]
+            if progress:
+                print('scanned %d servers' % count, file=sys.stderr)
         entries = list(inventory.cell0_servers(
             self.context, gates, project_id=project, rebuildable=want,
-            older_than=older_than, limit=page_size,
-            progress=report if progress else None))
+            older_than=older_than, limit=page_size, progress=report,
+            marker=marker, pages=pages))
+        if pages is not None and next_marker and next_marker[0]:
+            print('next marker: %s' % next_marker[0], file=sys.stderr)
         if format == 'json':
             self._print(json.dumps(entries, indent=2, sort_keys=True))
             return SUCCESS

@@ -80,14 +80,18 @@ def cell0_page(context, gates, project_id=None, marker=None, limit=50):
 
 
 def cell0_servers(context, gates, project_id=None, rebuildable=None,
-                  older_than=None, limit=50, progress=None):
-    """Every cell0 server, page by page, filtered.
+                  older_than=None, limit=50, progress=None, marker=None,
+                  pages=None):
+    """Cell0 servers after *marker*, page by page, filtered.
 
-    :param progress: called with the count scanned so far after each page.
+    :param progress: called after each page with the count scanned so far
+        and the marker of the next page (None after the last).
+    :param pages: stop after this many pages (None: all).
     """
-    marker = None
     scanned = 0
-    while True:
+    while pages is None or pages > 0:
+        if pages is not None:
+            pages -= 1
         entries, marker = cell0_page(context, gates, project_id=project_id,
                                      marker=marker, limit=limit)
         scanned += len(entries)
@@ -99,7 +103,7 @@ def cell0_servers(context, gates, project_id=None, rebuildable=None,
                 continue
             yield entry
         if progress is not None:
-            progress(scanned)
+            progress(scanned, marker)
         if marker is None:
             return
 

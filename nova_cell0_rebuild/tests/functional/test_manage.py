@@ -83,6 +83,20 @@ class ManageTest(base.Cell0RebuildTestCase):
         self.assertNotIn(ok['id'], out)
         self.assertNotIn(other['id'], out)
 
+        # Paging: one server a page, resuming after the last one shown.
+        seen = []
+        marker = None
+        for _ in range(4):
+            code, out = self._manage('list', format='json', page_size=1,
+                                     pages=1, marker=marker)
+            page = json.loads(out)
+            if not page:
+                break
+            seen.extend(e['uuid'] for e in page)
+            marker = page[-1]['uuid']
+        self.assertEqual(sorted(listed), sorted(seen))
+        self.assertEqual(3, len(seen))
+
         code, out = self._manage('show', uuid=ok['id'])
         shown = json.loads(out)
         self.assertEqual('cell0', shown['mapped_to'])
