@@ -27,6 +27,7 @@ from oslo_config import cfg
 import webob
 import webob.exc
 
+from nova_cell0_rebuild._i18n import _
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild import policies
 
@@ -125,6 +126,20 @@ def validate_rebuild_body(req, body, version):
         validators._SchemaValidator(schema, False, True).validate(body)
     except nova_exception.ValidationError as exc:
         raise exception.RequestRefused(400, exc.format_message())
+    except ValueError as exc:
+        # Nova's base64 format check lets UnicodeDecodeError out (a 500 in
+        # Nova's own API) for non-ASCII text in user_data.
+        raise exception.RequestRefused(400, _(
+            'Invalid input for a base64 field: %s') % exc)
+
+
+def content_type_supported(req):
+    """Whether Nova takes the request body's Content-Type (else 415)."""
+    try:
+        nova_wsgi.Request(req.environ).get_content_type()
+    except nova_exception.InvalidContentType:
+        return False
+    return True
 
 
 def _enforcer():

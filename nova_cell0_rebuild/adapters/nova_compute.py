@@ -217,10 +217,41 @@ def original_image(context, cell0, instance):
         context, compute_utils.get_root_bdm(context, instance, bdms))
 
 
+def _unstorable(value):
+    """Why a text cannot be stored in a cell database, or None."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            reason = _unstorable(key) or _unstorable(item)
+            if reason:
+                return reason
+        return None
+    if not isinstance(value, str):
+        return None
+    if '\x00' in value:
+        return _('it holds a NUL character')
+    try:
+        value.encode('utf-8')
+    except UnicodeEncodeError:
+        return _('it is not valid Unicode (a lone surrogate)')
+    return None
+
+
+def _refuse_unstorable(kwargs):
+    # Nova's schema takes these, but the cell database cannot store them:
+    # found after the move, the server would be stuck in BUILD.
+    for field, value in kwargs.items():
+        reason = _unstorable(value)
+        if reason:
+            raise exception.RequestRefused(400, _(
+                'Invalid input for %(field)s: %(reason)s.') % {
+                    'field': field, 'reason': reason})
+
+
 def _prepare(context, instance, bdms, rebuild):
     _refuse_unsupported(instance)
     api = _compute_api()
     kwargs = _translate(rebuild)
+    _refuse_unstorable(kwargs)
     updates = {}
     if 'key_name' in kwargs:
         updates.update(_keypair_updates(context, kwargs.pop('key_name')))

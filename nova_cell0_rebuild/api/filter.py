@@ -37,7 +37,7 @@ from nova_cell0_rebuild import objects
 LOG = logging.getLogger(__name__)
 
 # Nova routes every resource with and without a leading project id.
-_PROJECT = r'(?:/[0-9a-f-]+)?'
+_PROJECT = r'(?:/(?P<project_id>[0-9a-f-]+))?'
 # POST /os-volumes_boot creates a server too, below microversion 2.103.
 CREATE_PATH = re.compile(r'^%s/(?:servers|os-volumes_boot)$' % _PROJECT)
 ACTION_PATH = re.compile(r'^%s/servers/(?P<server_id>[^/]+)/action$'
@@ -81,7 +81,18 @@ class Cell0RebuildFilter(object):
                               'cell0_rebuild create record could not be '
                               'written. Please retry later.')), version)
 
-    def _action(self, req, server_id):
+    @staticmethod
+    def _left_to_nova(req, project_id):
+        """Requests Nova refuses before it looks at the action."""
+        context = req.environ.get('nova.context')
+        if project_id and context is not None and (
+                project_id != context.project_id):
+            return True  # Nova: 400 "Malformed request URL"
+        return not nova_api.content_type_supported(req)  # Nova: 415
+
+    def _action(self, req, server_id, project_id=None):
+        if self._left_to_nova(req, project_id):
+            return req.get_response(self.application)
         body = rebuild_flow.rebuild_body(req)
         version = nova_api.requested_version(
             req, legacy_v2=self._is_legacy_v2(req))
@@ -127,7 +138,8 @@ class Cell0RebuildFilter(object):
                 return self._create(req)
             action = ACTION_PATH.match(req.path_info)
             if action:
-                return self._action(req, action.group('server_id'))
+                return self._action(req, action.group('server_id'),
+                                    action.group('project_id'))
         return self.application
 
 
