@@ -1,0 +1,236 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Command line of the bench: run it, print the table, write the JSON.
+
+Exit status: 0 when the run completed, whether or not every target was met
+(a missed target is printed as MISSED); 1 with ``--strict`` when a target
+was missed; 2 when the run itself failed.
+"""
+
+import argparse
+import datetime
+import json
+import logging
+import os
+import platform
+import subprocess
+import sys
+import time
+
+from importlib import metadata
+
+import testtools
+
+from nova_cell0_rebuild.tests.bench import harness
+from nova_cell0_rebuild.tests.bench import report
+from nova_cell0_rebuild.tests.bench import scenarios
+
+MIN_RUNS = 20
+
+
+def _parser():
+    parser = argparse.ArgumentParser(
+        prog='python -m nova_cell0_rebuild.tests.bench',
+        description='Rebuild from cell0 against create, side by side, on '
+                    "Nova's in-process functional harness.")
+    add = parser.add_argument
+    add('--runs', type=int, default=25,
+        help='interleaved rounds of B1/B2 (default 25; at least %d for a '
+             'result worth recording)' % MIN_RUNS)
+    add('--b3-runs', type=int, default=40,
+        help='interleaved rounds of B3 (default 40)')
+    add('--warmup', type=int, default=3,
+        help='untimed warm-up rounds (default 3)')
+    add('--buried-few', type=int, default=10,
+        help='B4: other servers in cell0, first count (default 10)')
+    add('--buried-many', type=int, default=2000,
+        help='B4: other servers in cell0, second count (default 2000)')
+    add('--b4-repeats', type=int, default=5,
+        help='B4: operations counted per condition (default 5)')
+    add('--throughput', type=int, default=200,
+        help='B5: servers rebuilt, and servers created (default 200)')
+    add('--computes', type=int, default=10,
+        help='fake computes (nova.virt.fake.FakeDriver, default 10): each '
+             "build costs Nova one placement GET per server already on "
+             'its host, so more hosts keep the run short')
+    add('--output', default='bench-results.json',
+        help='JSON file of the results (default bench-results.json)')
+    add('--strict', action='store_true',
+        help='exit 1 when a target is missed')
+    add('--profile', metavar='DIR',
+        help='sample the stacks of the B1/B2 API calls (rebuild and '
+             'create; see profiling.py), write DIR/<arm>.txt and print '
+             'them (timings then not comparable)')
+    add('--render', metavar='JSON',
+        help='print the table of an earlier run from its JSON file, '
+             'without running anything')
+    add('--no-statements', action='store_true',
+        help="do not print B4's statement listings (still in the JSON)")
+    return parser
+
+
+def _read(path):
+    try:
+        with open(path) as source:
+            return source.read()
+    except OSError:
+        return ''
+
+
+def _version(distribution):
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return 'not installed'
+
+
+def _git(*args):
+    try:
+        return subprocess.run(
+            ('git',) + args, capture_output=True, text=True, timeout=10,
+            cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ''
+
+
+def machine():
+    """Where and on what the bench ran."""
+    cpu = next((line.split(':', 1)[1].strip()
+                for line in _read('/proc/cpuinfo').splitlines()
+                if line.startswith('model name')), platform.processor())
+    mem_kb = next((int(line.split()[1])
+                   for line in _read('/proc/meminfo').splitlines()
+                   if line.startswith('MemTotal:')), 0)
+    try:
+        nproc = len(os.sched_getaffinity(0))
+    except AttributeError:
+        nproc = os.cpu_count()
+    versions = {
+        'python': platform.python_version(),
+        'nova': _version('nova'),
+        'sqlalchemy': _version('SQLAlchemy'),
+        'eventlet': _version('eventlet'),
+        'openstack-placement': _version('openstack-placement'),
+    }
+    dirty = _git('status', '--porcelain', '--untracked-files=no')
+    return {
+        'nproc': nproc,
+        'cpu': cpu,
+        'ram_gib': round(mem_kb / 1024.0 / 1024.0, 1),
+        'platform': platform.platform(),
+        'versions': versions,
+        'git': {'commit': _git('rev-parse', '--short', 'HEAD'),
+                'modified_files': len(dirty.splitlines()) if dirty else 0},
+        'date': datetime.datetime.now(datetime.timezone.utc).strftime(
+            '%Y-%m-%d %H:%M UTC'),
+    }
+
+
+def _print_profiles(samplers, directory):
+    os.makedirs(directory, exist_ok=True)
+    for arm, sampler in samplers.items():
+        sampler.close()
+        text = sampler.report(arm)
+        name = os.path.join(directory, arm.replace(' ', '_'))
+        with open(name + '.txt', 'w') as output:
+            output.write(text + '\n')
+        with open(name + '.samples.json', 'w') as output:
+            json.dump({'windows': sampler.windows,
+                       'window_seconds': sampler.window_seconds,
+                       'samples': [[n, list(stack)] for stack, n in
+                                   sampler.samples.most_common()]}, output)
+        print('\n=== profile of the %s API calls (%s.txt) ===' % (arm, name))
+        print(text)
+
+
+def _render_only(options):
+    with open(options.render) as source:
+        document = json.load(source)
+    summary = report.summarize(document['raw'])
+    meta = document['meta']
+    print(report.render(summary, meta))
+    if not options.no_statements:
+        print('')
+        print(report.render_statements(summary))
+    return 0
+
+
+def main(argv=None):
+    options = _parser().parse_args(argv)
+    if options.render:
+        return _render_only(options)
+    if options.runs < 1 or options.b3_runs < 1 or options.throughput < 2:
+        _parser().error('--runs, --b3-runs >= 1 and --throughput >= 2')
+    # Thread pool start/stop lines would drown the table.
+    logging.getLogger('nova.thread_pool_factory').setLevel(logging.WARNING)
+
+    bench = scenarios.Bench(options)
+    case = harness.Harness(bench, computes=options.computes)
+    result = testtools.TestResult()
+    load_before = os.getloadavg()
+    started = time.monotonic()
+    case.run(result)
+    elapsed = time.monotonic() - started
+    problems = result.errors + result.failures
+    if problems:
+        for _test, trace in problems:
+            sys.stderr.write(trace + '\n')
+        sys.stderr.write('The bench run failed; no result was written.\n')
+        return 2
+
+    directory = os.path.dirname(os.path.abspath(options.output))
+    os.makedirs(directory, exist_ok=True)
+
+    def write(document):
+        with open(options.output, 'w') as output:
+            json.dump(document, output, indent=1, default=str)
+
+    # The raw samples first: a run is not lost to a reporting error.
+    write({'raw': bench.raw})
+    meta = machine()
+    meta['options'] = vars(options)
+    meta['command'] = ' '.join(
+        ['python -m nova_cell0_rebuild.tests.bench'] + sys.argv[1:])
+    meta['seconds'] = round(elapsed, 1)
+    meta['loadavg_before'] = [round(x, 2) for x in load_before]
+    meta['loadavg_after'] = [round(x, 2) for x in os.getloadavg()]
+    meta['machine_line'] = '%d CPUs (%s), %.1f GiB RAM' % (
+        meta['nproc'], meta['cpu'], meta['ram_gib'])
+    versions = meta['versions']
+    meta['versions_line'] = (
+        'Python %(python)s, Nova %(nova)s, SQLAlchemy %(sqlalchemy)s, '
+        'eventlet %(eventlet)s' % versions)
+    summary = report.summarize(bench.raw)
+
+    print(report.render(summary, meta))
+    if options.runs < MIN_RUNS:
+        print('NOTE: --runs %d is below %d: not a result to record.'
+              % (options.runs, MIN_RUNS))
+    print('Whole run: %.0f s; load average %.2f before, %.2f after; git %s '
+          '(%d modified files); JSON: %s' % (
+              elapsed, meta['loadavg_before'][0], meta['loadavg_after'][0],
+              meta['git']['commit'], meta['git']['modified_files'],
+              options.output))
+    if not options.no_statements:
+        print('')
+        print(report.render_statements(summary))
+    if options.profile:
+        _print_profiles(bench.profiles, options.profile)
+
+    write({'meta': meta, 'summary': summary, 'raw': bench.raw})
+
+    missed = [name for name, verdict in summary['verdicts'].items()
+              if verdict != report.MET]
+    if missed and options.strict:
+        return 1
+    return 0
