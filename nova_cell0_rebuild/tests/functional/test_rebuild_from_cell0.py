@@ -208,6 +208,11 @@ class RebuildScenariosTest(base.Cell0RebuildTestCase):
                       resp.body['badRequest']['message'])
         resp = self._rebuild(server['id'], {'imageRef': self.image_id})
         self.assertEqual(202, resp.status, resp.body)
+        # The answer shows the volumes as Nova shows a building server's.
+        self.assertEqual(
+            self.admin_api.get_server(
+                server['id'])['os-extended-volumes:volumes_attached'],
+            resp.body['server']['os-extended-volumes:volumes_attached'])
         active = self._wait_for_state_change(server, 'ACTIVE')
         self.assertEqual(
             [volume], [v['id'] for v in
