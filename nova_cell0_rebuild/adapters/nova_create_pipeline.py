@@ -25,6 +25,8 @@ from nova.conductor import api as conductor_api
 from nova import context as nova_context
 from nova.db.api import api as api_db_api
 from nova.db.api import models as api_models
+from nova.db.main import api as main_db_api
+from nova.db.main import models as main_models
 from nova import exception as nova_exception
 from nova.image import glance
 from nova.network import model as network_model
@@ -32,6 +34,7 @@ from nova.network import neutron
 from nova import objects as nova_objects
 from nova.volume import cinder
 from oslo_db import exception as db_exc
+from oslo_utils import timeutils
 
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild import exception
@@ -232,10 +235,22 @@ def claim(context, cell0, instance, task_state):
 
     :raises: UnexpectedTaskStateError if another task holds it.
     """
+    # One conditional UPDATE: Instance.save() would read the whole
+    # instance back with its joins, and write fields nobody changed.
     with nova_context.target_cell(context, cell0) as cctxt:
-        instance._context = cctxt
-        instance.task_state = task_state
-        instance.save(expected_task_state=[None])
+        with main_db_api.get_context_manager(cctxt).writer.using(
+                cctxt) as session:
+            claimed = session.query(main_models.Instance).filter_by(
+                uuid=instance.uuid, task_state=None, deleted=0).update(
+                    {'task_state': task_state,
+                     'updated_at': timeutils.utcnow()},
+                    synchronize_session=False)
+    if claimed != 1:
+        raise nova_exception.UnexpectedTaskStateError(
+            instance_uuid=instance.uuid, expected=[None],
+            actual='another task')
+    instance.task_state = task_state
+    instance.obj_reset_changes(['task_state'])
 
 
 def release(context, cell0, instance_uuid, task_state):

@@ -99,7 +99,9 @@ def set_cell_system_metadata(context, cell_mapping, instance_uuid, key,
 def _watch(context, instance_uuids, on_placed, timeout):
     pending = list(instance_uuids)
     deadline = time.monotonic() + timeout
-    interval = 0.05
+    # A build takes a few hundred milliseconds at best: polling sooner
+    # only costs nova-api queries.
+    interval = 0.2
     while pending and time.monotonic() < deadline:
         time.sleep(interval)
         interval = min(interval * 2, _FOLLOW_UP_MAX_INTERVAL)

@@ -87,7 +87,16 @@ def _created(resp):
     return None, body.get('reservation_id')
 
 
-def complete(record, resp):
+def _creates_one(server):
+    """Whether a create body asks for exactly one server."""
+    counts = [server.get('min_count', 1), server.get('max_count', 1)]
+    try:
+        return all(int(count) == 1 for count in counts)
+    except (TypeError, ValueError):
+        return False
+
+
+def complete(record, resp, single=False):
     """Complete the record after Nova accepted the create.
 
     Then follow the new servers: those created with personality files get
@@ -100,6 +109,11 @@ def complete(record, resp):
     context = record._context.elevated()
     try:
         instance_uuid, reservation_id = _created(resp)
+        if single and instance_uuid is not None:
+            # The common case, kept cheap: one server, found by its uuid.
+            record.accept(instance_uuid=instance_uuid)
+            record_keeping.follow(context, record, [instance_uuid])
+            return
         if reservation_id is None and instance_uuid is not None:
             # Siblings of a multi-create share the reservation id; the
             # response only names the first server.
@@ -137,7 +151,7 @@ def capture(req, application, context, request_id, microversion):
         record.destroy()
         raise
     if resp.status_int == 202:
-        complete(record, resp)
+        complete(record, resp, single=_creates_one(server))
     else:
         record.destroy()
     return resp

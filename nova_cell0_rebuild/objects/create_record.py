@@ -14,6 +14,7 @@
 
 from oslo_db import exception as db_exc
 from oslo_serialization import jsonutils
+from oslo_utils import timeutils
 from oslo_utils import versionutils
 
 from nova_cell0_rebuild.db import api as db_api
@@ -108,14 +109,13 @@ class CreateRecord(base.Cell0RebuildObject):
 
     @staticmethod
     def _update_in_db(context, record_id, values):
+        # One UPDATE, no read: this runs on every server create.
         with db_api.writer(context) as session:
-            db_record = session.query(models.CreateRecord).filter_by(
-                id=record_id).first()
-            if db_record is None:
-                raise exception.CreateRecordNotFound(key=record_id)
-            db_record.update(_to_db(values))
-            session.flush()
-            return db_record
+            updated = session.query(models.CreateRecord).filter_by(
+                id=record_id).update(_to_db(values),
+                                     synchronize_session=False)
+        if updated != 1:
+            raise exception.CreateRecordNotFound(key=record_id)
 
     def accept(self, instance_uuid=None, reservation_id=None):
         """Mark the create as accepted by Nova, naming what it created."""
@@ -124,9 +124,11 @@ class CreateRecord(base.Cell0RebuildObject):
             self.instance_uuid = instance_uuid
         if reservation_id is not None:
             self.reservation_id = reservation_id
-        db_record = self._update_in_db(
-            self._context, self.id, self.obj_get_changes())
-        self._from_db_object(self._context, self, db_record)
+        values = self.obj_get_changes()
+        values['updated_at'] = timeutils.utcnow()
+        self._update_in_db(self._context, self.id, values)
+        self.updated_at = values['updated_at']
+        self.obj_reset_changes()
 
     @staticmethod
     def _destroy_in_db(context, record_id):

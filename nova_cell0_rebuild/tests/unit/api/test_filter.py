@@ -142,6 +142,14 @@ class TestCreateCapture(FilterTestCase):
         record = self.pending_record()
         self.assertEqual('accepted', record.status)
         self.assertEqual(SERVER_ID, record.instance_uuid)
+        # One server: found by its uuid, no reservation lookup.
+        self.assertIsNone(record.reservation_id)
+        self.reservation.assert_not_called()
+
+    def test_multi_create_records_the_reservation(self):
+        self._send(self._request(body=self._create_body(min_count=2)))
+        record = self.pending_record()
+        self.assertEqual(SERVER_ID, record.instance_uuid)
         self.assertEqual('r-reserved', record.reservation_id)
 
     def test_refused_create_leaves_no_record(self):
@@ -199,9 +207,14 @@ class TestCreateCapture(FilterTestCase):
         return self.useFixture(fixtures.MockPatchObject(
             nova_servers, 'when_placed')).mock
 
+    def test_one_new_server_is_followed_until_placed(self):
+        when_placed = self._follow_ups([])
+        self._send(self._request(body=self._create_body()))
+        when_placed.assert_called_once_with(mock.ANY, [SERVER_ID], mock.ANY)
+
     def test_new_servers_are_followed_until_placed(self):
         when_placed = self._follow_ups([SERVER_ID, 'sibling'])
-        self._send(self._request(body=self._create_body()))
+        self._send(self._request(body=self._create_body(max_count=2)))
         # Found through the reservation, so multi-create siblings are too.
         when_placed.assert_called_once_with(
             mock.ANY, sorted(['sibling', SERVER_ID]), mock.ANY)
@@ -238,7 +251,7 @@ class TestCreateCapture(FilterTestCase):
     def test_record_goes_once_every_sibling_landed(self, set_sysmeta,
                                                    waiting):
         when_placed = self._follow_ups([SERVER_ID, 'sibling'])
-        self._send(self._request(body=self._create_body()))
+        self._send(self._request(body=self._create_body(min_count=2)))
         on_placed = when_placed.call_args[0][2]
         cell1 = mock.Mock(uuid='cell1')
         waiting.return_value = ['sibling']
@@ -252,7 +265,8 @@ class TestCreateCapture(FilterTestCase):
 
     def test_completion_failure_keeps_novas_answer(self):
         self.reservation.side_effect = RuntimeError('cell down')
-        resp, nova = self._send(self._request(body=self._create_body()))
+        resp, nova = self._send(self._request(
+            body=self._create_body(min_count=2)))
         self.assertEqual(202, resp.status_int)
         # The record stays, pending, and is found by its request id.
         self.assertEqual('pending', self.pending_record().status)
