@@ -126,23 +126,6 @@ class RebuildFromCell0(object):
             return False
         return heal.heal_move(admin, journal) != heal.LEFT_ALONE
 
-    def _load(self, context, instance, mapping):
-        cell0 = mapping.cell_mapping
-        bdms, fault, create_request_id = nova_compute.load_cell0_details(
-            context, cell0, instance.uuid)
-        try:
-            record = objects.CreateRecord.get_for_instance(
-                context, instance.uuid,
-                reservation_id=instance.reservation_id,
-                request_id=create_request_id)
-        except exception.CreateRecordNotFound:
-            record = None
-        server = gates_base.Cell0Server(
-            context=context, instance=instance, mapping=mapping,
-            cell0=cell0, record=record, fault=fault,
-            create_request_id=create_request_id)
-        return server, bdms
-
     def handle(self, req, body, version, mapping, server_id):
         """Run the rebuild; returns Nova's 202 answer.
 
@@ -179,7 +162,8 @@ class RebuildFromCell0(object):
         server_id = instance.uuid
         if self._heal_interrupted(context.elevated(), server_id):
             instance = nova_compute.get_server(context, server_id)
-        server, bdms = self._load(context, instance, mapping)
+        server, bdms = gates_base.Cell0Server.load(context, instance,
+                                                   mapping)
         try:
             self.gates.check(server, rebuild)
         except exception.GateRefused as refusal:

@@ -16,7 +16,9 @@ import abc
 import dataclasses
 import typing as ty
 
+from nova_cell0_rebuild.adapters import nova_compute
 from nova_cell0_rebuild import exception
+from nova_cell0_rebuild import objects
 
 
 @dataclasses.dataclass
@@ -46,6 +48,27 @@ class Cell0Server(object):
     @property
     def uuid(self):
         return self.instance.uuid
+
+    @classmethod
+    def load(cls, context, instance, mapping, read_only=False):
+        """What the gates look at, for a cell0 instance.
+
+        :returns: (Cell0Server, the instance's BlockDeviceMappingList).
+        """
+        cell0 = mapping.cell_mapping
+        bdms, fault, create_request_id = nova_compute.load_cell0_details(
+            context, cell0, instance.uuid)
+        try:
+            record = objects.CreateRecord.get_for_instance(
+                context, instance.uuid,
+                reservation_id=instance.reservation_id,
+                request_id=create_request_id)
+        except exception.CreateRecordNotFound:
+            record = None
+        return cls(context=context, instance=instance, mapping=mapping,
+                   cell0=cell0, record=record, fault=fault,
+                   create_request_id=create_request_id,
+                   read_only=read_only), bdms
 
 
 class Gate(metaclass=abc.ABCMeta):

@@ -14,11 +14,9 @@
 
 from oslo_utils import timeutils
 
-from nova_cell0_rebuild.adapters import nova_compute
 from nova_cell0_rebuild.adapters import nova_create_pipeline as pipeline
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild.api import record_keeping
-from nova_cell0_rebuild import exception
 from nova_cell0_rebuild.gates import base as gates_base
 from nova_cell0_rebuild import objects
 
@@ -130,19 +128,9 @@ def show(context, gates, instance_uuid):
         instance = nova_servers.get_cell0_instance(admin, cell0,
                                                    instance_uuid)
         if instance is not None:
-            _bdms, fault, request_id = nova_compute.load_cell0_details(
-                admin, cell0, instance_uuid)
-            try:
-                record = objects.CreateRecord.get_for_instance(
-                    admin, instance_uuid,
-                    reservation_id=instance.reservation_id,
-                    request_id=request_id)
-            except exception.CreateRecordNotFound:
-                record = None
-            server = gates_base.Cell0Server(
-                context=admin, instance=instance, mapping=mapping,
-                cell0=cell0, record=record, fault=fault,
-                create_request_id=request_id, read_only=True)
+            server, _bdms = gates_base.Cell0Server.load(
+                admin, instance, mapping, read_only=True)
+            record = server.record
             entry = _entry(server, gates.verdicts(server, _VERDICT_BODY),
                            timeutils.utcnow())
     if entry is None:
