@@ -129,16 +129,11 @@ class Harness(integrated_helpers.InstanceHelperMixin, test.TestCase):
     def _load_apps(self):
         """{'with': app with the filter, 'without': Nova's own pipeline}."""
         with_filter = fixtures.find_paste_config()
-        with open(with_filter) as paste:
-            text = paste.read()
-        without_filter = self.useFixture(
-            fixtures_lib.TempDir()).join('api-paste.ini')
-        stripped = text.replace(' cell0_rebuild ', ' ')
-        if 'cell0_rebuild osapi' in stripped or stripped == text:
-            raise BenchError('could not remove cell0_rebuild from %s'
-                             % with_filter)
-        with open(without_filter, 'w') as paste:
-            paste.write(stripped)
+        try:
+            without_filter = fixtures.write_paste_config_without_filter(
+                self.useFixture(fixtures_lib.TempDir()).path)
+        except RuntimeError as exc:
+            raise BenchError(str(exc))
         return {name: nova_wsgi.Loader(path).load_app('osapi_compute')
                 for name, path in (('with', with_filter),
                                    ('without', without_filter))}

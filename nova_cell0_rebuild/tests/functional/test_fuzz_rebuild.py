@@ -663,13 +663,8 @@ class NovaParityTest(_FuzzTestCase):
 
     def _compare_with_nova(self, path_prefix='', **headers):
         server_id = self._create_buried_server()['id']
-        paste = fixtures.find_paste_config()
-        with open(paste) as f:
-            text = f.read()
-        without_filter = self.useFixture(
-            fixtures_lib.TempDir()).join('api-paste.ini')
-        with open(without_filter, 'w') as f:
-            f.write(text.replace(' cell0_rebuild ', ' '))
+        without_filter = fixtures.write_paste_config_without_filter(
+            self.useFixture(fixtures_lib.TempDir()).path)
         nova_app = nova_wsgi.Loader(without_filter).load_app('osapi_compute')
         request = {
             'raw': _dump({'rebuild': {'imageRef': KNOWN_IMAGES[0]}}),

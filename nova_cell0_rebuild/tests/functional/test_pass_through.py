@@ -61,12 +61,8 @@ class PassThroughTest(base.Cell0RebuildTestCase):
 
     def _load_apps(self):
         with_filter = fixtures.find_paste_config()
-        with open(with_filter) as paste:
-            text = paste.read()
-        without_filter = self.useFixture(
-            fixtures_lib.TempDir()).join('api-paste.ini')
-        with open(without_filter, 'w') as paste:
-            paste.write(text.replace(' cell0_rebuild ', ' '))
+        without_filter = fixtures.write_paste_config_without_filter(
+            self.useFixture(fixtures_lib.TempDir()).path)
         return {
             name: nova_wsgi.Loader(path).load_app('osapi_compute')
             for name, path in (('with', with_filter),
