@@ -39,6 +39,8 @@ NOVA_REBUILD_TRUSTED_CERTS_RULE = (
     'os_compute_api:servers:rebuild:trusted_certs')
 
 _CONTROLLER = None
+# id(schema) -> (schema, validator): Nova's schemas are module constants.
+_VALIDATORS = {}
 
 
 def _servers_controller():
@@ -115,6 +117,18 @@ def fault(req, http_error, version=None):
     return nova_req.get_response(nova_wsgi.Fault(http_error))
 
 
+def _validator(schema):
+    """Nova's validator for a schema, built once per schema as Nova's
+    decorators do (building one compiles the schema's formats).
+    """
+    key = id(schema)
+    cached = _VALIDATORS.get(key)
+    if cached is None or cached[0] is not schema:
+        cached = (schema, validators._SchemaValidator(schema, False, True))
+        _VALIDATORS[key] = cached
+    return cached[1]
+
+
 def validate_rebuild_body(req, body, version):
     """Validate a rebuild action body with Nova's schema for *version*.
 
@@ -123,7 +137,7 @@ def validate_rebuild_body(req, body, version):
     schemas = servers_api.ServersController._rebuild.request_body_schemas
     schema = schemas(_nova_request(req, version))
     try:
-        validators._SchemaValidator(schema, False, True).validate(body)
+        _validator(schema).validate(body)
     except nova_exception.ValidationError as exc:
         raise exception.RequestRefused(400, exc.format_message())
     except ValueError as exc:
@@ -183,17 +197,25 @@ def _since(req, version_string):
     return api_version_request.is_supported(req, version_string)
 
 
-def rebuild_response(req, version, server_id, admin_password):
+def rebuild_response(req, version, server_id, admin_password,
+                     build_request=None):
     """Nova's 202 answer to a rebuild, for the server as it is now.
 
     Built with Nova's own view builder and the same choices Nova's rebuild
     handler makes for each microversion.
+
+    :param build_request: the BuildRequest just written for the server:
+        its instance is the one Nova's ``GET`` would read back. Without it
+        the server is looked up.
     """
     nova_req = _nova_request(req, version)
     controller = _servers_controller()
     context = nova_req.environ['nova.context']
-    instance = controller._get_server(context, nova_req, server_id,
-                                      is_detail=True)
+    if build_request is not None:
+        instance = build_request.instance
+    else:
+        instance = controller._get_server(context, nova_req, server_id,
+                                          is_detail=True)
     show_all = _since(nova_req, '2.75')
     view = controller._view_builder.show(
         nova_req, instance,

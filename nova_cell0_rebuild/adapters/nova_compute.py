@@ -66,17 +66,23 @@ def _compute_api():
     return _COMPUTE_API
 
 
-def get_server(context, server_id):
-    """Load a server for its owner as Nova's API does.
+def get_server_in_cell(context, mapping):
+    """Load a mapped server from its cell for the caller, as Nova's API does.
+
+    Nova's ``compute.api.get`` would read the mapping again, load the
+    instance in a worker greenthread and leave the request context targeted
+    at the cell; here the mapping in hand is used and only the instance
+    keeps a context targeted at its cell.
 
     :raises: RequestRefused(404) with Nova's own message when the caller's
-        project may not see it.
+        project may not see it (Nova's query is project-scoped).
     """
-    try:
-        return common.get_instance(_compute_api(), context, server_id,
-                                   expected_attrs=INSTANCE_ATTRS)
-    except webob.exc.HTTPNotFound as exc:
-        raise exception.RequestRefused(404, exc.explanation)
+    with nova_context.target_cell(context, mapping.cell_mapping) as cctxt:
+        try:
+            return nova_objects.Instance.get_by_uuid(
+                cctxt, mapping.instance_uuid, expected_attrs=INSTANCE_ATTRS)
+        except nova_exception.InstanceNotFound as exc:
+            raise exception.RequestRefused(404, exc.format_message())
 
 
 def load_cell0_details(context, cell0, instance_uuid):

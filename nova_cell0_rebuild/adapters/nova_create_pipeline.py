@@ -35,6 +35,7 @@ from nova import objects as nova_objects
 from nova.volume import cinder
 from oslo_db import exception as db_exc
 from oslo_utils import timeutils
+import sqlalchemy as sa
 
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild import exception
@@ -111,7 +112,8 @@ def new_build_request(context, instance, bdms, updates, new_image_id=None):
 
 
 @api_db_api.context_manager.writer
-def _write_build_request_and_unmap(context, build_request, cell_id, also):
+def _write_build_request_and_unmap(context, build_request, cell_id,
+                                   request_spec, also):
     build_request.create()
     unmapped = context.session.query(api_models.InstanceMapping).filter_by(
         instance_uuid=build_request.instance_uuid, cell_id=cell_id,
@@ -120,28 +122,54 @@ def _write_build_request_and_unmap(context, build_request, cell_id, also):
     if unmapped != 1:
         # Rolls the BuildRequest back with the transaction.
         raise MoveConflict(uuid=build_request.instance_uuid)
+    if request_spec is not None:
+        # Joins this transaction: same context.
+        request_spec._context = context
+        request_spec.save()
     if also is not None:
         also()
 
 
-def move_to_build_request(context, build_request, cell0, also=None):
+def move_to_build_request(context, build_request, cell0, request_spec=None,
+                          also=None):
     """Write the BuildRequest and point the mapping at no cell, atomically.
 
     The mapping changes only if it still points at cell0 and the server is
     not being deleted (compare and swap), so of two concurrent moves
     exactly one succeeds and a deleted server never moves.
 
-    :param also: called inside the same API-database transaction (the
-        journal's step, when the plugin's tables share that database).
+    :param request_spec: the RequestSpec from :func:`reset_request_spec`,
+        saved in the same API-database transaction.
+    :param also: called inside that transaction too (the journal's step,
+        when the plugin's tables share that database).
     :raises: MoveConflict when the mapping no longer points at cell0 or a
         BuildRequest for the server exists already.
     """
     try:
         _write_build_request_and_unmap(context, build_request, cell0.id,
-                                       also)
+                                       request_spec, also)
     except db_exc.DBDuplicateEntry:
         # build_requests.instance_uuid is unique: another move won.
         raise MoveConflict(uuid=build_request.instance_uuid)
+
+
+@api_db_api.context_manager.reader
+def still_pending(context, instance_uuid):
+    """Whether the server still waits, unmapped, as a BuildRequest.
+
+    What :func:`build_request_pending` answers, in one statement and
+    without loading the BuildRequest: Nova's delete of such a server
+    queues its mapping for delete and removes its BuildRequest.
+    """
+    mapping = api_models.InstanceMapping
+    request = api_models.BuildRequest
+    found = context.session.query(request.id).join(
+        mapping, mapping.instance_uuid == request.instance_uuid).filter(
+            request.instance_uuid == instance_uuid,
+            mapping.cell_id.is_(None),
+            sa.or_(mapping.queued_for_delete.is_(None),
+                   mapping.queued_for_delete == sa.false())).first()
+    return found is not None
 
 
 def build_request_pending(context, instance_uuid):
@@ -268,38 +296,104 @@ def release(context, cell0, instance_uuid, task_state):
             pass
 
 
-def destroy_cell0_instance(context, cell0, instance):
-    """Hard-delete every cell0 row of the instance.
+# What Nova's own hard delete (nova.db.main.api.instance_destroy with
+# hard_delete=True) removes, by the column naming the instance; functional
+# tests check that no cell0 table keeps a row of a rebuilt server.
+_ROWS_OF_INSTANCE = (
+    (main_models.SecurityGroupInstanceAssociation, 'instance_uuid'),
+    (main_models.InstanceInfoCache, 'instance_uuid'),
+    (main_models.InstanceMetadata, 'instance_uuid'),
+    (main_models.InstanceFault, 'instance_uuid'),
+    (main_models.InstanceExtra, 'instance_uuid'),
+    (main_models.InstanceSystemMetadata, 'instance_uuid'),
+    (main_models.BlockDeviceMapping, 'instance_uuid'),
+    (main_models.Migration, 'instance_uuid'),
+    (main_models.VirtualInterface, 'instance_uuid'),
+    (main_models.InstanceIdMapping, 'uuid'),
+    (main_models.Tag, 'resource_id'),
+    (main_models.ConsoleAuthToken, 'instance_uuid'),
+)
+
+
+def destroy_cell0_instance(context, cell0, instance, task_state=None):
+    """Hard-delete every cell0 row of the instance, in one transaction.
 
     Hard, not soft: soft-deleted rows would later make ``nova-manage db
     archive_deleted_rows`` delete the mapping and RequestSpec of the
-    server that by then lives in another cell.
+    server that by then lives in another cell. The rows Nova's own hard
+    delete removes, without its read of the whole instance first.
+
+    :param task_state: delete only while the instance still has this task
+        state (the move's claim).
+    :returns: whether the instance was there to delete (with *task_state*
+        given, still claimed); if not, nothing is deleted.
     """
+    uuid = instance.uuid
     with nova_context.target_cell(context, cell0) as cctxt:
-        instance._context = cctxt
         try:
-            instance.destroy(hard_delete=True)
-        except nova_exception.InstanceNotFound:
-            pass
+            with main_db_api.get_context_manager(cctxt).writer.using(
+                    cctxt) as session:
+                for model, column in _ROWS_OF_INSTANCE:
+                    session.query(model).filter(
+                        getattr(model, column) == uuid).delete(
+                            synchronize_session=False)
+                actions = session.query(main_models.InstanceAction.id).filter(
+                    main_models.InstanceAction.instance_uuid == uuid)
+                session.query(main_models.InstanceActionEvent).filter(
+                    main_models.InstanceActionEvent.action_id.in_(
+                        actions.scalar_subquery())).delete(
+                            synchronize_session=False)
+                session.query(main_models.InstanceAction).filter_by(
+                    instance_uuid=uuid).delete(synchronize_session=False)
+                query = session.query(main_models.Instance).filter_by(
+                    uuid=uuid, deleted=0)
+                if task_state is not None:
+                    query = query.filter_by(task_state=task_state)
+                if query.delete(synchronize_session=False) != 1:
+                    # Rolls the other deletes back with the transaction.
+                    raise _NotDeleted()
+        except _NotDeleted:
+            return False
+    return True
 
 
-def restore_request_spec(context, build_request, networks, image,
-                         host=None, node=None):
-    """Load the server's RequestSpec and make it a fresh one-server create.
+class _NotDeleted(Exception):
+    pass
 
-    :param networks: NetworkRequestList or None.
+
+def get_request_spec(context, instance_uuid):
+    """The server's RequestSpec, or None if it has none."""
+    try:
+        return nova_objects.RequestSpec.get_by_instance_uuid(
+            context, instance_uuid)
+    except nova_exception.RequestSpecNotFound:
+        return None
+
+
+def reset_request_spec(spec, image):
+    """Make a stored RequestSpec a fresh one-server create (not saved).
+
+    Saved by :func:`move_to_build_request`, then completed by
+    :func:`complete_request_spec`.
+
     :param image: the image dict the server is built from.
-    :param host: the host the create asked for (2.74), which Nova does not
-        keep in the RequestSpec it stores; with *node*, its node.
     """
-    spec = nova_objects.RequestSpec.get_by_instance_uuid(
-        context, build_request.instance_uuid)
     spec.num_instances = 1
     spec.image = nova_objects.ImageMeta.from_dict(image)
     spec.retry = None
     spec.ignore_hosts = None
     spec.reset_forced_destinations()
-    spec.save()
+    return spec
+
+
+def complete_request_spec(context, spec, networks, host=None, node=None):
+    """Add what Nova does not store in a RequestSpec, as a create does.
+
+    :param spec: the saved RequestSpec.
+    :param networks: NetworkRequestList or None.
+    :param host: the host the create asked for (2.74), which Nova does not
+        keep in the RequestSpec it stores; with *node*, its node.
+    """
     spec.requested_networks = (
         networks or nova_objects.NetworkRequestList(objects=[]))
     spec.requested_destination = None

@@ -18,6 +18,9 @@ including every refusal Nova itself would give for other servers, is left
 to Nova.
 """
 
+import dataclasses
+import typing as ty
+
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
 
@@ -32,7 +35,7 @@ from nova_cell0_rebuild import gates
 from nova_cell0_rebuild.gates import base as gates_base
 from nova_cell0_rebuild.notifications import rebuild as notifications
 from nova_cell0_rebuild import objects
-from nova_cell0_rebuild.objects import fields
+from nova_cell0_rebuild.objects import move_journal
 from nova_cell0_rebuild.policies import rebuild as rebuild_policies
 from nova_cell0_rebuild.tasks import heal
 from nova_cell0_rebuild.tasks import rebuild_from_cell0
@@ -41,6 +44,22 @@ LOG = logging.getLogger(__name__)
 
 #: The lowest min_microversion: below it, rebuild still takes personality.
 LOWEST_MIN_MICROVERSION = '2.57'
+
+_IN_PROGRESS = _("Instance %s is in an invalid state for 'rebuild' from "
+                 "cell0: another rebuild is in progress.")
+
+
+@dataclasses.dataclass(frozen=True)
+class Rebuilt:
+    """What a rebuild did.
+
+    :ivar prepared: the PreparedRebuild (its admin password is answered).
+    :ivar build_request: the BuildRequest handed to the conductor, or None
+        when the server was deleted while it moved.
+    """
+
+    prepared: ty.Any
+    build_request: ty.Any = None
 
 
 def check_min_microversion(value):
@@ -118,11 +137,7 @@ class RebuildFromCell0(object):
     def _heal_interrupted(self, admin, server_id):
         """Heal a move of this server left in progress; True if healed."""
         journal = objects.MoveJournal.get_by_instance_uuid(admin, server_id)
-        if journal is None or journal.status != (
-                fields.MoveStatus.IN_PROGRESS):
-            return False
-        if not objects.MoveJournal.list_in_progress(
-                admin, older_than=self.stale_after, instance_uuid=server_id):
+        if journal is None or not journal.is_stale(self.stale_after):
             return False
         return heal.heal_move(admin, journal) != heal.LEFT_ALONE
 
@@ -135,7 +150,7 @@ class RebuildFromCell0(object):
         rebuild = body['rebuild']
         # Nova's order: the body's schema, the server, then policy.
         nova_api.validate_rebuild_body(req, body, version)
-        instance = nova_compute.get_server(context, server_id)
+        instance = nova_compute.get_server_in_cell(context, mapping)
         target = {'user_id': instance.user_id,
                   'project_id': instance.project_id}
         nova_api.authorize(context, nova_api.NOVA_REBUILD_RULE, target)
@@ -145,9 +160,10 @@ class RebuildFromCell0(object):
         nova_api.authorize(context, rebuild_policies.REBUILD_FROM_CELL0,
                            target)
 
-        prepared = self.rebuild(context, instance, mapping, rebuild)
-        return nova_api.rebuild_response(req, version, server_id,
-                                         prepared.admin_password)
+        rebuilt = self.rebuild(context, instance, mapping, rebuild)
+        return nova_api.rebuild_response(
+            req, version, server_id, rebuilt.prepared.admin_password,
+            build_request=rebuilt.build_request)
 
     def rebuild(self, context, instance, mapping, rebuild):
         """Rebuild an authorized server from cell0; the API and CLI path.
@@ -156,12 +172,15 @@ class RebuildFromCell0(object):
         validates the rebuild as Nova's would and moves the server.
 
         :param rebuild: a rebuild object valid against Nova's schema.
-        :returns: the PreparedRebuild (its admin password is answered).
+        :returns: Rebuilt.
         :raises: RequestRefused (gates, validation, a concurrent move).
         """
         server_id = instance.uuid
-        if self._heal_interrupted(context.elevated(), server_id):
-            instance = nova_compute.get_server(context, server_id)
+        admin = context.elevated()
+        journal = objects.MoveJournal.get_by_instance_uuid(admin, server_id)
+        if journal is not None and journal.is_stale(self.stale_after):
+            instance, mapping = self._heal_then_reload(context, journal)
+            journal = move_journal.UNREAD
         server, bdms = gates_base.Cell0Server.load(context, instance,
                                                    mapping)
         try:
@@ -175,23 +194,48 @@ class RebuildFromCell0(object):
                                                 rebuild)
         networks = nova_api.requested_networks(
             server.record.requested_networks if server.record else None)
+        request_spec = nova_create_pipeline.get_request_spec(admin,
+                                                             server_id)
+        if request_spec is None:
+            raise exception.RequestRefused(409, _(
+                'Instance %s has no RequestSpec: it cannot be scheduled '
+                'again.') % server_id)
         task = self.task_factory(context, server, prepared, networks, bdms,
+                                 request_spec, journal=journal,
                                  stale_after=self.stale_after)
         try:
             with notifications.rebuild_notifications(
-                    context, server, prepared.image_id):
-                task.execute()
+                    context, server, prepared.image_id,
+                    request_spec_id=request_spec.id):
+                build_request = task.execute()
         except (nova_compute.UnexpectedTaskState,
                 nova_create_pipeline.MoveConflict,
                 exception.MoveInProgress, exception.MoveInterrupted):
-            raise exception.RequestRefused(409, _(
-                "Instance %s is in an invalid state for 'rebuild' from "
-                "cell0: another rebuild is in progress.") % server_id)
+            raise exception.RequestRefused(409, _IN_PROGRESS % server_id)
         if server.record is not None:
             # Kept while the server may be buried again; gone once landed.
             record_keeping.follow(context.elevated(), server.record,
                                   [server.uuid])
-        return prepared
+        return Rebuilt(prepared, build_request)
+
+    def _heal_then_reload(self, context, journal):
+        """Heal an interrupted move of the server; (instance, mapping).
+
+        :raises: RequestRefused: 404 when the server is gone, 409 when it
+            is no longer in cell0.
+        """
+        admin = context.elevated()
+        server_id = journal.instance_uuid
+        if heal.heal_move(admin, journal) == heal.LEFT_ALONE:
+            raise exception.RequestRefused(409, _IN_PROGRESS % server_id)
+        mapping = nova_servers.get_mapping(admin, server_id)
+        if mapping is None or mapping.queued_for_delete:
+            raise exception.RequestRefused(404, _(
+                'Instance %s could not be found.') % server_id)
+        if not nova_servers.is_cell0(mapping.cell_mapping):
+            raise exception.RequestRefused(409, _(
+                'Instance %s is not in cell0.') % server_id)
+        return nova_compute.get_server_in_cell(context, mapping), mapping
 
 
 def rebuild_as_admin(context, conf, server_id, image_ref=None):
@@ -207,11 +251,12 @@ def rebuild_as_admin(context, conf, server_id, image_ref=None):
     if mapping is None or not nova_servers.is_cell0(mapping.cell_mapping):
         raise exception.RequestRefused(409, _(
             'Instance %s is not in cell0.') % server_id)
-    instance = nova_compute.get_server(admin, server_id)
+    instance = nova_compute.get_server_in_cell(admin, mapping)
     if image_ref is None:
         image_ref = nova_compute.original_image(
             admin, mapping.cell_mapping, instance)
     handler = RebuildFromCell0(conf, gates.load_gates(conf),
                                check_min_microversion(
                                    conf.cell0_rebuild.min_microversion))
-    return handler.rebuild(admin, instance, mapping, {'imageRef': image_ref})
+    return handler.rebuild(admin, instance, mapping,
+                           {'imageRef': image_ref}).prepared

@@ -26,6 +26,9 @@ from nova_cell0_rebuild.objects import fields
 Status = fields.MoveStatus
 Step = fields.MoveStep
 
+#: Default of ``MoveJournal.start(current=...)``: the journal is read there.
+UNREAD = object()
+
 
 @base.Cell0RebuildObjectRegistry.register
 class MoveJournal(base.Cell0RebuildObject):
@@ -90,14 +93,26 @@ class MoveJournal(base.Cell0RebuildObject):
             return [cls._from_db_object(context, cls(), row)
                     for row in query.all()]
 
+    def is_stale(self, stale_after):
+        """Whether this move is in progress but untouched for so long that
+        it was interrupted (what :meth:`list_in_progress` selects).
+        """
+        if self.status != Status.IN_PROGRESS:
+            return False
+        age = timeutils.utcnow() - self.updated_at.replace(tzinfo=None)
+        return age.total_seconds() >= stale_after
+
     @classmethod
     def start(cls, context, instance_uuid, request_id=None,
-              fault_message=None, stale_after=60):
+              fault_message=None, stale_after=60, current=UNREAD):
         """Start a move of a server: the journal row is claimed.
 
         :param fault_message: the fault the server was buried with.
         :param stale_after: seconds after which a move still in progress is
             taken as interrupted rather than running.
+        :param current: the server's journal (or None) if the caller has
+            just read it; read here otherwise. A stale value is harmless:
+            the write is a compare-and-swap on it.
         :returns: the journal, in progress at step ``claimed``.
         :raises: MoveInProgress if another move of the server runs;
             MoveInterrupted (carrying the journal) if one was left in
@@ -108,7 +123,8 @@ class MoveJournal(base.Cell0RebuildObject):
                  'request_id': request_id, 'last_error': None,
                  'fault_message': fault_message,
                  'started_at': now, 'finished_at': None, 'updated_at': now}
-        current = cls.get_by_instance_uuid(context, instance_uuid)
+        if current is UNREAD:
+            current = cls.get_by_instance_uuid(context, instance_uuid)
         if current is None:
             try:
                 with db_api.writer(context) as session:
@@ -119,22 +135,24 @@ class MoveJournal(base.Cell0RebuildObject):
                     session.flush()
             except db_exc.DBDuplicateEntry:
                 raise exception.MoveInProgress(uuid=instance_uuid)
-            return cls.get_by_instance_uuid(context, instance_uuid)
+            return cls._from_db_object(context, cls(), row)
+        if current.is_stale(stale_after):
+            raise exception.MoveInterrupted(current)
         if current.status == Status.IN_PROGRESS:
-            age = (now - current.updated_at.replace(tzinfo=None)
-                   ).total_seconds()
-            if age >= stale_after:
-                raise exception.MoveInterrupted(current)
             raise exception.MoveInProgress(uuid=instance_uuid)
+        fresh['attempts'] = current.attempts + 1
         with db_api.writer(context) as session:
             updated = session.query(models.MoveJournal).filter_by(
                 id=current.id, status=current.status,
                 attempts=current.attempts).update(
-                    dict(fresh, attempts=current.attempts + 1),
-                    synchronize_session=False)
+                    fresh, synchronize_session=False)
         if updated != 1:
             raise exception.MoveInProgress(uuid=instance_uuid)
-        return cls.get_by_instance_uuid(context, instance_uuid)
+        for key, value in fresh.items():
+            setattr(current, key, value)
+        current._context = context
+        current.obj_reset_changes()
+        return current
 
     def _swap(self, expected, values):
         values['updated_at'] = timeutils.utcnow()
@@ -153,11 +171,13 @@ class MoveJournal(base.Cell0RebuildObject):
         self._swap({'status': Status.IN_PROGRESS, 'step': self.step},
                    {'step': step})
 
-    def finish(self, status, error=None):
-        """End the move as done or rolled back."""
-        self._swap({'status': Status.IN_PROGRESS},
-                   {'status': status, 'finished_at': timeutils.utcnow(),
-                    'last_error': error})
+    def finish(self, status, error=None, step=None):
+        """End the move as done or rolled back (at *step*, if given)."""
+        values = {'status': status, 'finished_at': timeutils.utcnow(),
+                  'last_error': error}
+        if step is not None:
+            values['step'] = step
+        self._swap({'status': Status.IN_PROGRESS}, values)
 
     def destroy(self):
         """Forget the server's moves (the server is gone)."""

@@ -17,12 +17,12 @@ Every step is journaled (objects.MoveJournal), in this order:
 1. ``claimed``: the journal row and the cell0 instance's task state are
    claimed by compare-and-swap; a second concurrent rebuild loses;
 2. ``build_request_written``: a BuildRequest built from the cell0 instance
-   with the rebuild's changes is written and the mapping points at no cell,
-   in one API-database transaction (with the journal step, when the
-   plugin's tables live there);
+   with the rebuild's changes is written, the mapping points at no cell
+   and the RequestSpec is reset to a one-server create, in one
+   API-database transaction (with the journal step, when the plugin's
+   tables live there);
 3. ``cell0_rows_removed``: the cell0 rows are hard-deleted;
-4. ``casting``: the RequestSpec is restored as a one-server create and the
-   server is checked to be still wanted;
+4. ``casting``: the server is checked to be still wanted;
 5. ``cast_sent``: Nova's own ``schedule_and_build_instances`` was cast; the
    move is done and the conductor owns the server.
 
@@ -36,10 +36,12 @@ from nova.compute import task_states
 from oslo_log import log as logging
 
 from nova_cell0_rebuild.adapters import nova_create_pipeline as pipeline
+from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild.db import api as db_api
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild import objects
 from nova_cell0_rebuild.objects import fields
+from nova_cell0_rebuild.objects import move_journal
 from nova_cell0_rebuild.tasks import base
 
 LOG = logging.getLogger(__name__)
@@ -64,11 +66,15 @@ class RebuildFromCell0Task(base.TaskBase):
     :param prepared: the validated rebuild (nova_compute.PreparedRebuild).
     :param networks: NetworkRequestList from the create record, or None.
     :param bdms: the server's BlockDeviceMappingList from cell0.
+    :param request_spec: the server's RequestSpec as stored.
+    :param journal: the server's MoveJournal (or None) as just read, so
+        that it is not read again; by default it is read.
     :param stale_after: seconds after which a move left in progress is
         taken as interrupted.
     """
 
     def __init__(self, context, server, prepared, networks, bdms,
+                 request_spec, journal=move_journal.UNREAD,
                  stale_after=60):
         super().__init__(context, server.instance)
         self.admin = context.elevated()
@@ -76,9 +82,12 @@ class RebuildFromCell0Task(base.TaskBase):
         self.prepared = prepared
         self.networks = networks
         self.bdms = bdms
+        self.request_spec = request_spec
+        self.previous_journal = journal
         self.stale_after = stale_after
         self.journal = None
         self.build_request = None
+        self.image = None
 
     @property
     def _new_image_id(self):
@@ -92,15 +101,19 @@ class RebuildFromCell0Task(base.TaskBase):
             self.admin, self.instance.uuid,
             request_id=self.context.request_id,
             fault_message=fault.message if fault else None,
-            stale_after=self.stale_after)
+            stale_after=self.stale_after, current=self.previous_journal)
         pipeline.claim(self.admin, self.server.cell0, self.instance, CLAIM)
 
     def _move(self):
         self.build_request = pipeline.new_build_request(
             self.context, self.instance, self.bdms, self.prepared.updates,
             new_image_id=self._new_image_id)
+        self.image = pipeline.image_for_build(
+            self.context, self.build_request, self.prepared)
+        pipeline.reset_request_spec(self.request_spec, self.image)
         pipeline.move_to_build_request(
             self.admin, self.build_request, self.server.cell0,
+            request_spec=self.request_spec,
             also=self._journal_in_move_transaction())
         if self.journal.step != Step.BUILD_REQUEST_WRITTEN:
             self.journal.advance(Step.BUILD_REQUEST_WRITTEN)
@@ -111,30 +124,29 @@ class RebuildFromCell0Task(base.TaskBase):
         return lambda: self.journal.advance(Step.BUILD_REQUEST_WRITTEN)
 
     def _cast(self):
-        image = pipeline.image_for_build(self.context, self.build_request,
-                                         self.prepared)
         record = self.server.record
-        request_spec = pipeline.restore_request_spec(
-            self.context, self.build_request, self.networks, image,
+        request_spec = pipeline.complete_request_spec(
+            self.context, self.request_spec, self.networks,
             host=record.requested_host if record else None,
             node=record.requested_hypervisor_hostname if record else None)
-        if pipeline.build_request_pending(
-                self.admin, self.instance.uuid) is None:
+        if not pipeline.still_pending(self.admin, self.instance.uuid):
             # Deleted while it moved: Nova's delete removed the
             # BuildRequest, so the conductor must not be asked to build it.
             raise ServerGone()
         self.journal.advance(Step.CASTING)
         pipeline.schedule_and_build(
-            self.context, self.build_request, request_spec, image,
+            self.context, self.build_request, request_spec, self.image,
             self.prepared.admin_password, self.networks,
             pipeline.clone_bdms(self.bdms, self._new_image_id))
-        self.journal.advance(Step.CAST_SENT)
 
     def _execute(self):
         self._claim()
         self._move()
-        pipeline.destroy_cell0_instance(self.admin, self.server.cell0,
-                                        self.instance)
+        if not pipeline.destroy_cell0_instance(
+                self.admin, self.server.cell0, self.instance,
+                task_state=CLAIM):
+            # Nothing but this move should touch a claimed, unmapped row.
+            raise pipeline.MoveConflict(uuid=self.instance.uuid)
         self.journal.advance(Step.CELL0_ROWS_REMOVED)
         try:
             self._cast()
@@ -142,7 +154,7 @@ class RebuildFromCell0Task(base.TaskBase):
             # Nothing of a deleted server is kept, its journal neither.
             self.journal.destroy()
             return None
-        self.journal.finish(Status.DONE)
+        self.journal.finish(Status.DONE, step=Step.CAST_SENT)
         LOG.info('Server %s rebuilt from cell0: handed to the conductor '
                  'for scheduling', self.instance.uuid)
         return self.build_request
@@ -169,11 +181,18 @@ def undo(admin, cell0, journal, ex):
     """
     uuid = journal.instance_uuid
     if journal.step in (Step.CLAIMED, Step.BUILD_REQUEST_WRITTEN):
-        # With the plugin's tables outside the API database, the journal
-        # may lag one step behind the BuildRequest.
-        if pipeline.build_request_pending(admin, uuid) is not None:
+        # The journal may lag one step behind: with the plugin's tables
+        # outside the API database, behind the BuildRequest; and when
+        # recording the hard delete failed, behind the cell0 rows.
+        build_request = pipeline.build_request_pending(admin, uuid)
+        if build_request is None:
+            pipeline.release(admin, cell0, uuid, CLAIM)
+        elif nova_servers.get_cell0_instance(admin, cell0, uuid) is None:
+            pipeline.bury_again(admin, cell0, build_request,
+                                journal.fault_message)
+        else:
             pipeline.move_back_to_cell0(admin, uuid, cell0)
-        pipeline.release(admin, cell0, uuid, CLAIM)
+            pipeline.release(admin, cell0, uuid, CLAIM)
     elif journal.step in (Step.CELL0_ROWS_REMOVED, Step.CASTING):
         build_request = pipeline.build_request_pending(admin, uuid)
         if build_request is not None:

@@ -94,8 +94,8 @@ class Cell0RebuildTestCase(integrated_helpers.InstanceHelperMixin,
                 columns = {c['name'] for c in
                            sa.inspect(engine).get_columns(table)}
                 for column in ('instance_uuid', 'uuid', 'resource_id'):
-                    if column in columns and (column != 'uuid' or
-                                              table == 'instances'):
+                    if column in columns and (column != 'uuid' or table in (
+                            'instances', 'instance_id_mappings')):
                         count = conn.execute(sa.text(
                             'SELECT COUNT(*) FROM %s WHERE %s = :uuid'
                             % (table, column)), {'uuid': server_id}).scalar()

@@ -30,17 +30,22 @@ from nova_cell0_rebuild.adapters import nova_create_pipeline as pipeline
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild.db import api as db_api
 from nova_cell0_rebuild.db import models
+from nova_cell0_rebuild.objects.move_journal import MoveJournal
 from nova_cell0_rebuild.tasks import heal
 from nova_cell0_rebuild.tests.functional import base
 
 PIPELINE = 'nova_cell0_rebuild.adapters.nova_create_pipeline.'
 
 #: Each boundary, named for the last step journaled before it, and the
-#: pipeline function the move calls first after it.
+#: pipeline function the move calls first after it (or, for "journal:",
+#: the journal step whose recording fails).
 BOUNDARIES = [
     ('claimed', 'new_build_request'),
     ('build_request_written', 'destroy_cell0_instance'),
-    ('cell0_rows_removed', 'image_for_build'),
+    # The cell0 rows are gone but the journal still says
+    # build_request_written: the undo must see that the rows are gone.
+    ('rows gone, unrecorded', 'journal:cell0_rows_removed'),
+    ('cell0_rows_removed', 'complete_request_spec'),
     ('casting', 'schedule_and_build'),
 ]
 
@@ -48,9 +53,14 @@ BOUNDARIES = [
 HEALED = {
     'claimed': heal.ROLLED_BACK,
     'build_request_written': heal.ROLLED_BACK,
+    'rows gone, unrecorded': heal.ROLLED_BACK,
     'cell0_rows_removed': heal.ROLLED_BACK,
     'casting': heal.LEFT_ALONE,
 }
+
+#: The journal step the heal report shows for each boundary.
+JOURNALED = dict((boundary, boundary) for boundary, _ in BOUNDARIES)
+JOURNALED['rows gone, unrecorded'] = 'build_request_written'
 
 
 class SimulatedCrash(BaseException):
@@ -102,6 +112,17 @@ class MoveFaultsTest(base.Cell0RebuildTestCase):
 
     def _inject(self, function, effect):
         """Run *effect* when the move reaches *function* (a context)."""
+        if function.startswith('journal:'):
+            step = function.split(':', 1)[1]
+            real_advance = MoveJournal.advance
+
+            def advance(journal, to):
+                if to == step:
+                    effect()
+                return real_advance(journal, to)
+            return fixtures.MonkeyPatch(
+                'nova_cell0_rebuild.objects.move_journal.MoveJournal.'
+                'advance', advance)
         real = getattr(pipeline, function)
 
         def hook(*args, **kwargs):
@@ -139,8 +160,9 @@ class MoveFaultsTest(base.Cell0RebuildTestCase):
         else:
             # The process restarts: heal, twice.
             healed = heal.heal(self.admin_context, older_than=0)
-            self.assertEqual([(server['id'], boundary, HEALED[boundary])],
-                             healed)
+            self.assertEqual(
+                [(server['id'], JOURNALED[boundary], HEALED[boundary])],
+                healed)
             again = heal.heal(self.admin_context, older_than=0)
             self.assertEqual(
                 healed if HEALED[boundary] == heal.LEFT_ALONE else [],
@@ -213,8 +235,8 @@ class DeleteRacesMoveTest(base.Cell0RebuildTestCase):
         # The last chance is before the move checks the server is still
         # wanted; a DELETE after that check meets the conductor's own
         # check instead, as for any create.
-        boundaries = BOUNDARIES[:3] + [
-            ('before the cast', 'restore_request_spec')]
+        boundaries = BOUNDARIES[:4] + [
+            ('before the cast', 'still_pending')]
         rows = []
         created = []
         for boundary, function in boundaries:

@@ -123,6 +123,12 @@ class RebuildFromCell0Test(base.Cell0RebuildTestCase):
         self.assertEqual(CELL0, self._mapped_cell_uuid(server['id']))
         before = self._snapshot(server['id'])
         self.assertIn('No valid host', server['fault']['message'])
+        # Everything the burial wrote in cell0 must go with the move.
+        self.assertLessEqual(
+            {'instances', 'instance_extra', 'instance_info_caches',
+             'instance_metadata', 'instance_system_metadata',
+             'instance_faults', 'block_device_mapping', 'tags',
+             'instance_actions'}, set(self._cell0_rows(server['id'])))
 
         self._start_compute('host1')
         resp = self._rebuild(server['id'])
