@@ -53,24 +53,23 @@ MOVE_ALLOWANCE = dict(
         (('cell0', 'SELECT', 'instances'), 3),
         (('cell0', 'SELECT', 'block_device_mapping'), 1),
         (('cell0', 'SELECT', 'instance_faults'), 1),
-        # The create action's request id; the actions Nova's destroy
-        # deletes the events of.
-        (('cell0', 'SELECT', 'instance_actions'), 2),
-        # Claim (task_state CAS); Nova's destroy soft-deletes first.
-        (('cell0', 'UPDATE', 'instances'), 2),
+        # The create action's request id.
+        (('cell0', 'SELECT', 'instance_actions'), 1),
+        # Claim (task_state CAS).
+        (('cell0', 'UPDATE', 'instances'), 1),
         # The create record (requested networks, personality).
         (('api', 'SELECT', 'cell0_rebuild_create_records'), 1),
-        # BuildRequest, unmapping, RequestSpec restore.
+        # BuildRequest, unmapping, RequestSpec reset.
         (('api', 'INSERT', 'build_requests'), 1),
         (('api', 'UPDATE', 'instance_mappings'), 1),
         (('api', 'SELECT', 'request_specs'), 1),
         (('api', 'UPDATE', 'request_specs'), 1),
-        # The move journal: a look-up, the row, one update per step
-        # (claimed, build request written, cell0 rows removed, casting,
-        # cast sent, done).
+        # The move journal: a look-up, the row (claimed), one update per
+        # later step (build request written, cell0 rows removed, casting,
+        # cast sent and done together).
         (('api', 'SELECT', 'cell0_rebuild_move_journal'), 1),
         (('api', 'INSERT', 'cell0_rebuild_move_journal'), 1),
-        (('api', 'UPDATE', 'cell0_rebuild_move_journal'), 6),
+        (('api', 'UPDATE', 'cell0_rebuild_move_journal'), 4),
     ])
 
 
