@@ -211,8 +211,13 @@ def rebuild_response(req, version, server_id, admin_password,
     nova_req = _nova_request(req, version)
     controller = _servers_controller()
     context = nova_req.environ['nova.context']
+    bdms = None
     if build_request is not None:
         instance = build_request.instance
+        # Nova reads the volumes of a server from the database of the
+        # cell it is in; an unmapped server has BDM rows in none (its BDMs
+        # are in its BuildRequest), so Nova's GET shows no volumes yet.
+        bdms = {server_id: []}
     else:
         instance = controller._get_server(context, nova_req, server_id,
                                           is_detail=True)
@@ -227,7 +232,7 @@ def rebuild_response(req, version, server_id, admin_password,
         show_sec_grp=show_all, show_extended_status=show_all,
         show_extended_volumes=show_all,
         show_server_groups=_since(nova_req, '2.71'),
-        show_user_data=False)
+        show_user_data=False, bdms=bdms)
     if CONF.api.enable_instance_password:
         view['server']['adminPass'] = admin_password
     if _since(nova_req, '2.57'):

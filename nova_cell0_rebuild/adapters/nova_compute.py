@@ -26,6 +26,7 @@ from nova.compute import api as compute_api
 from nova.compute import utils as compute_utils
 from nova.compute import vm_states
 from nova import context as nova_context
+from nova.db.main import api as main_db_api
 from nova import exception as nova_exception
 from nova.limit import placement as placement_limits
 from nova.limit import utils as limit_utils
@@ -45,11 +46,11 @@ VM_STATE_ERROR = vm_states.ERROR
 UnexpectedTaskState = nova_exception.UnexpectedTaskStateError
 
 #: What a rebuild copies from the cell0 instance (not 'fault': it cannot be
-#: joined, and a BuildRequest has none).
+#: joined, and a BuildRequest has none; not what a build sets afresh, such
+#: as vcpu_model, resources, migration_context or ec2_ids).
 INSTANCE_ATTRS = ['metadata', 'system_metadata', 'info_cache',
                   'security_groups', 'flavor', 'keypairs', 'trusted_certs',
-                  'pci_requests', 'numa_topology', 'device_metadata', 'tags',
-                  'vcpu_model', 'resources', 'migration_context', 'ec2_ids']
+                  'pci_requests', 'numa_topology', 'device_metadata', 'tags']
 
 # Nova buries a server in cell0 with the exception that failed scheduling;
 # NoValidHost (and its subclass MaxRetriesExceeded) is a lack of capacity.
@@ -88,12 +89,14 @@ def get_server_in_cell(context, mapping):
 def load_cell0_details(context, cell0, instance_uuid):
     """Return (bdms, latest fault, create request id) of a cell0 server."""
     with nova_context.target_cell(context.elevated(), cell0) as cctxt:
-        bdms = nova_objects.BlockDeviceMappingList.get_by_instance_uuid(
-            cctxt, instance_uuid)
-        fault = nova_objects.InstanceFault.get_latest_for_instance(
-            cctxt, instance_uuid)
-        actions = nova_objects.InstanceActionList.get_by_instance_uuid(
-            cctxt, instance_uuid)
+        # One read transaction: Nova's object methods join it.
+        with main_db_api.get_context_manager(cctxt).reader.using(cctxt):
+            bdms = nova_objects.BlockDeviceMappingList.get_by_instance_uuid(
+                cctxt, instance_uuid)
+            fault = nova_objects.InstanceFault.get_latest_for_instance(
+                cctxt, instance_uuid)
+            actions = nova_objects.InstanceActionList.get_by_instance_uuid(
+                cctxt, instance_uuid)
     create_request_id = next((action.request_id for action in actions
                               if action.action == 'create'), None)
     return bdms, fault, create_request_id
