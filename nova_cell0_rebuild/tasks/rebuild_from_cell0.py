@@ -147,12 +147,19 @@ class RebuildFromCell0Task(base.TaskBase):
                 task_state=CLAIM):
             # Nothing but this move should touch a claimed, unmapped row.
             raise pipeline.MoveConflict(uuid=self.instance.uuid)
-        self.journal.advance(Step.CELL0_ROWS_REMOVED)
         try:
+            self.journal.advance(Step.CELL0_ROWS_REMOVED)
             self._cast()
         except ServerGone:
             # Nothing of a deleted server is kept, its journal neither.
             self.journal.destroy()
+            return None
+        except exception.JournalConflict:
+            if pipeline.still_pending(self.admin, self.instance.uuid):
+                raise
+            # Deleted while it moved: the delete took the journal too.
+            LOG.info('Server %s was deleted while it moved out of cell0',
+                     self.instance.uuid)
             return None
         self.journal.finish(Status.DONE, step=Step.CAST_SENT)
         LOG.info('Server %s rebuilt from cell0: handed to the conductor '
