@@ -95,6 +95,36 @@ class _JournalTest(object):
             [INSTANCE], [j.instance_uuid for j in
                          objects.MoveJournal.list_in_progress(self.context)])
 
+    def test_one_of_many_restarts_from_the_journal_it_read(self):
+        # A rebuild reads the journal once and hands it to start().
+        objects.MoveJournal.start(self.context, INSTANCE).finish(
+            fields.MoveStatus.DONE, step=fields.MoveStep.CAST_SENT)
+        copies = [objects.MoveJournal.get_by_instance_uuid(self.context,
+                                                           INSTANCE)
+                  for _ in range(WORKERS)]
+        self.assertEqual(fields.MoveStep.CAST_SENT, copies[0].step)
+        started = []
+        outcomes = self._race(lambda i: started.append(
+            objects.MoveJournal.start(self.context, INSTANCE,
+                                      request_id='req-%d' % i,
+                                      current=copies[i])))
+        self.assertEqual(1, outcomes.count('won'), outcomes)
+        stored = objects.MoveJournal.get_by_instance_uuid(self.context,
+                                                          INSTANCE)
+        compared = ('id', 'instance_uuid', 'request_id', 'status', 'step',
+                    'attempts', 'last_error', 'fault_message')
+        self.assertEqual({key: getattr(stored, key) for key in compared},
+                         {key: getattr(started[0], key) for key in compared})
+        self.assertEqual((fields.MoveStatus.IN_PROGRESS, 2),
+                         (stored.status, stored.attempts))
+
+    def test_stale_only_while_in_progress(self):
+        journal = objects.MoveJournal.start(self.context, INSTANCE)
+        self.assertFalse(journal.is_stale(60))
+        self.assertTrue(journal.is_stale(0))
+        journal.finish(fields.MoveStatus.DONE)
+        self.assertFalse(journal.is_stale(0))
+
     def test_one_record_per_request(self):
         def create(i):
             objects.CreateRecord(
