@@ -203,6 +203,34 @@ class MoveFaultsTest(base.Cell0RebuildTestCase):
         self._report([(b, 'die', self._fail_at(b, f, 'die'))
                       for b, f in BOUNDARIES])
 
+    def test_hard_delete_only_under_the_claim(self):
+        # Something clears the claim after the move wrote the BuildRequest:
+        # the cell0 rows are not deleted, the move is undone.
+        self._set_capacity(False)
+        server = self._buried()
+        self._set_capacity(True)
+        before = self._user_fields(server['id'])
+        rows = self._cell0_rows(server['id'])
+
+        def clear_claim():
+            with nova_context.target_cell(self.admin_context,
+                                          self._cell0()) as cctxt:
+                instance = nova_objects.Instance.get_by_uuid(
+                    cctxt, server['id'])
+                instance.task_state = None
+                instance.save()
+
+        with self._inject('destroy_cell0_instance', clear_claim):
+            resp = self._rebuild(server['id'])
+        self.assertEqual(409, resp.status, resp.body)
+        self.assertEqual('cell0', self._assert_exists_once(server['id']))
+        self.assertEqual(rows, self._cell0_rows(server['id']))
+        self.assertEqual(before, self._user_fields(server['id']))
+        resp = self._rebuild(server['id'])
+        self.assertEqual(202, resp.status, resp.body)
+        self._wait_for_state_change(server, 'ACTIVE')
+        self.assertEqual(before, self._user_fields(server['id']))
+
 
 class DeleteRacesMoveTest(base.Cell0RebuildTestCase):
     """A DELETE arriving at every step of a move wins; nothing is left."""
