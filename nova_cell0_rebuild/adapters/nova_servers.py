@@ -96,7 +96,13 @@ def set_cell_system_metadata(context, cell_mapping, instance_uuid, key,
         return True
 
 
-def _watch(context, instance_uuids, on_placed, timeout):
+def _watch(context, instance_uuids, on_placed, timeout, first=None):
+    if first is not None:
+        try:
+            first()
+        except Exception:
+            LOG.exception('Follow-up of instances %s failed to start',
+                          ', '.join(instance_uuids))
     pending = list(instance_uuids)
     deadline = time.monotonic() + timeout
     # A build takes a few hundred milliseconds at best: polling sooner
@@ -128,16 +134,20 @@ _WATCHES = []
 
 
 def when_placed(context, instance_uuids, on_placed,
-                timeout=_FOLLOW_UP_TIMEOUT):
+                timeout=_FOLLOW_UP_TIMEOUT, first=None):
     """Call ``on_placed(context, uuid, cell_mapping)`` once Nova placed each.
 
     A server being built lives in a BuildRequest until the conductor puts
     it in a cell: cell0 when it could not be scheduled, a real cell
     otherwise. This waits for that in the background, on Nova's default
     executor, and gives up after *timeout* seconds.
+
+    :param first: called before that, in the background too (an error is
+        logged and the follow-up goes on).
     """
     future = thread_pool_factory.spawn(
-        _watch, context, list(instance_uuids), on_placed, timeout)
+        _watch, context, list(instance_uuids), on_placed, timeout,
+        first=first)
     _WATCHES[:] = [w for w in _WATCHES if not w.done()] + [future]
     return future
 

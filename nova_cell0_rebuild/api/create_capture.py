@@ -99,6 +99,7 @@ def _creates_one(server):
 def complete(record, resp, single=False):
     """Complete the record after Nova accepted the create.
 
+    (For a one-server create, in the background after Nova's answer.)
     Then follow the new servers: those created with personality files get
     the system_metadata marker once Nova put them in a cell, and the record
     goes once they all landed in a real cell. Best effort: Nova has already
@@ -110,9 +111,11 @@ def complete(record, resp, single=False):
     try:
         instance_uuid, reservation_id = _created(resp)
         if single and instance_uuid is not None:
-            # The common case, kept cheap: one server, found by its uuid.
-            record.accept(instance_uuid=instance_uuid)
-            record_keeping.follow(context, record, [instance_uuid])
+            # The common case, kept cheap: one server, found by its uuid
+            # once accepted in the background after Nova's answer (until
+            # then, by the request id of its create action).
+            record_keeping.follow(context, record, [instance_uuid],
+                                  accept_uuid=instance_uuid)
             return
         if reservation_id is None and instance_uuid is not None:
             # Siblings of a multi-create share the reservation id; the

@@ -54,12 +54,15 @@ def forget_if_placed(context, record):
     return True
 
 
-def follow(context, record, instance_uuids):
+def follow(context, record, instance_uuids, accept_uuid=None):
     """Follow the servers of a create or a rebuild until Nova places them.
 
     Each server placed anywhere (cell0 included) gets the personality
     marker if its create had personality files; once a server lands in a
     real cell the record is deleted if none of its servers still waits.
+
+    :param accept_uuid: first accept the record for this server, in the
+        background too, so that Nova's answer does not wait for it.
     """
     mark = record.created_with_personality_files
 
@@ -72,7 +75,12 @@ def follow(context, record, instance_uuids):
         if not nova_servers.is_cell0(cell_mapping):
             forget_if_placed(ctxt, record)
 
-    return nova_servers.when_placed(context, instance_uuids, on_placed)
+    def accept():
+        record.accept(instance_uuid=accept_uuid)
+
+    return nova_servers.when_placed(
+        context, instance_uuids, on_placed,
+        first=accept if accept_uuid is not None else None)
 
 
 def record_of_server(context, instance_uuid):

@@ -56,11 +56,21 @@ class FilterTestCase(base.DBTestCase):
 
     def setUp(self):
         super().setUp()
+        # No follow-up runs in the background here: its first step runs at
+        # once, in the test's thread; the rest is left to the tests that
+        # look at it.
+        self.useFixture(fixtures.MockPatchObject(
+            nova_servers, 'when_placed', side_effect=self._first_only))
         self.context = nova_context.RequestContext('user', PROJECT,
                                                    is_admin=False)
         self.reservation = self.useFixture(fixtures.MockPatch(
             'nova_cell0_rebuild.adapters.nova_servers.get_reservation_id',
             return_value='r-reserved')).mock
+
+    @staticmethod
+    def _first_only(context, instance_uuids, on_placed, first=None):
+        if first is not None:
+            first()
 
     def pending_record(self):
         try:
@@ -210,14 +220,21 @@ class TestCreateCapture(FilterTestCase):
     def test_one_new_server_is_followed_until_placed(self):
         when_placed = self._follow_ups([])
         self._send(self._request(body=self._create_body()))
-        when_placed.assert_called_once_with(mock.ANY, [SERVER_ID], mock.ANY)
+        when_placed.assert_called_once_with(mock.ANY, [SERVER_ID], mock.ANY,
+                                            first=mock.ANY)
+        # Accepted in the background, after Nova's answer.
+        self.assertEqual('pending', self.pending_record().status)
+        when_placed.call_args.kwargs['first']()
+        self.assertEqual(('accepted', SERVER_ID),
+                         (self.pending_record().status,
+                          self.pending_record().instance_uuid))
 
     def test_new_servers_are_followed_until_placed(self):
         when_placed = self._follow_ups([SERVER_ID, 'sibling'])
         self._send(self._request(body=self._create_body(max_count=2)))
         # Found through the reservation, so multi-create siblings are too.
         when_placed.assert_called_once_with(
-            mock.ANY, sorted(['sibling', SERVER_ID]), mock.ANY)
+            mock.ANY, sorted(['sibling', SERVER_ID]), mock.ANY, first=None)
 
     def test_reservation_answer_follows_every_sibling(self):
         when_placed = self._follow_ups(['u1', 'u2'])
@@ -225,7 +242,7 @@ class TestCreateCapture(FilterTestCase):
         self._send(self._request(body=body),
                    FakeNova(self, body={'reservation_id': 'r-given'}))
         when_placed.assert_called_once_with(mock.ANY, ['u1', 'u2'],
-                                            mock.ANY)
+                                            mock.ANY, first=None)
 
     @mock.patch.object(nova_servers, 'still_in_cell0_or_building',
                        return_value=[])
