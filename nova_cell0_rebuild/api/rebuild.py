@@ -214,8 +214,7 @@ class RebuildFromCell0(object):
             raise exception.RequestRefused(409, _IN_PROGRESS % server_id)
         if server.record is not None:
             # Kept while the server may be buried again; gone once landed.
-            record_keeping.follow(context.elevated(), server.record,
-                                  [server.uuid])
+            record_keeping.follow(admin, server.record, [server.uuid])
         return Rebuilt(prepared, build_request)
 
     def _heal_then_reload(self, context, journal):

@@ -85,22 +85,12 @@ def notify_rebuild(context, phase, server, image_uuid=None,
 
 
 @contextlib.contextmanager
-def rebuild_notifications(context, server, image_uuid,
-                          request_spec_id=_LOOK_UP):
+def rebuild_notifications(context, server, image_uuid, request_spec_id):
     """Notify START, then END, or ERROR if the block raises (re-raised).
 
-    :param request_spec_id: the server's RequestSpec id; when not given it
-        is read once, before the block changes anything.
+    :param request_spec_id: the server's RequestSpec id, as read before the
+        block changes anything.
     """
-    if request_spec_id is _LOOK_UP:
-        request_spec_id = None
-        if nova_notifications.versioned_enabled():
-            try:
-                request_spec_id = nova_notifications.request_spec_id(
-                    context, server.uuid)
-            except Exception:
-                LOG.exception('Could not read the RequestSpec of server %s',
-                              server.uuid)
     notify_rebuild(context, START, server, image_uuid, request_spec_id)
     try:
         yield

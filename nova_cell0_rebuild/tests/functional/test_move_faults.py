@@ -30,7 +30,7 @@ from nova_cell0_rebuild.adapters import nova_create_pipeline as pipeline
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild.db import api as db_api
 from nova_cell0_rebuild.db import models
-from nova_cell0_rebuild.objects.move_journal import MoveJournal
+from nova_cell0_rebuild.objects import move_journal
 from nova_cell0_rebuild.tasks import heal
 from nova_cell0_rebuild.tests.functional import base
 
@@ -114,7 +114,7 @@ class MoveFaultsTest(base.Cell0RebuildTestCase):
         """Run *effect* when the move reaches *function* (a context)."""
         if function.startswith('journal:'):
             step = function.split(':', 1)[1]
-            real_advance = MoveJournal.advance
+            real_advance = move_journal.MoveJournal.advance
 
             def advance(journal, to):
                 if to == step:

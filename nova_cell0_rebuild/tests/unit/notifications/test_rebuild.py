@@ -197,7 +197,7 @@ class RebuildNotificationsTest(_NotifierTestCase):
 
     def _around(self):
         return notifications.rebuild_notifications(
-            self.context, self.server, IMAGE)
+            self.context, self.server, IMAGE, request_spec_id=7)
 
     def test_start_then_end(self):
         with self._around():
