@@ -80,3 +80,10 @@ class MoveInterrupted(Cell0RebuildException):
 
 class JournalConflict(Cell0RebuildException):
     msg_fmt = _('The move journal of instance %(uuid)s changed under us.')
+
+
+class LeaseHeld(Cell0RebuildException):
+    """Heal found the lease of a move alive, or no longer the one it read."""
+
+    msg_fmt = _('The move of instance %(uuid)s out of cell0 is alive: its '
+                'lease is held.')

@@ -76,7 +76,10 @@ class MoveJournal(BASE):
 
     ``step`` says how far the latest move got; ``status`` whether it is
     still in progress, done (handed to the conductor) or rolled back.
-    ``heal`` reads it to finish or undo a move a crash interrupted.
+    A move in progress is a lease held by ``owner``: each of its writes
+    compares ``lease_token`` and renews ``lease_expires_at``; ``heal``
+    takes an expired lease (a new token) before it finishes or undoes a
+    move a crash interrupted.
     """
 
     __tablename__ = TABLE_PREFIX + 'move_journal'
@@ -100,3 +103,9 @@ class MoveJournal(BASE):
     fault_message = sa.Column(sa.Text, nullable=True)
     started_at = sa.Column(sa.DateTime, nullable=True)
     finished_at = sa.Column(sa.DateTime, nullable=True)
+    # The move is a lease: who holds it, the fencing token every write of
+    # the holder compares, and until when it holds without a heartbeat.
+    owner = sa.Column(sa.String(255), nullable=True)
+    lease_token = sa.Column(sa.Integer, nullable=False, default=0,
+                            server_default='0')
+    lease_expires_at = sa.Column(sa.DateTime, nullable=True)

@@ -10,12 +10,24 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""MoveJournal: how far a server's move out of cell0 got."""
+"""MoveJournal: how far a server's move out of cell0 got, and who moves it.
+
+A move in progress is a lease. Its holder (the rebuild that started it,
+or heal once it took it over) is named by ``owner`` and identified by a
+fencing token, ``lease_token``: every write of the holder is a
+compare-and-swap on that token and renews the lease until
+``lease_expires_at``. Taking a lease over gives it a new token, so a
+holder that lost it (a nova-api that was only slow, not dead) fails its
+next write and stops, instead of acting on a server someone else now
+moves or heals.
+"""
 
 import datetime
 
 from oslo_db import exception as db_exc
 from oslo_utils import timeutils
+from oslo_utils import versionutils
+import sqlalchemy as sa
 
 from nova_cell0_rebuild.db import api as db_api
 from nova_cell0_rebuild.db import models
@@ -30,16 +42,24 @@ Step = fields.MoveStep
 UNREAD = object()
 
 
+def _lease(now, lease_seconds):
+    """The columns a write renewing a lease at *now* sets."""
+    return {'updated_at': now,
+            'lease_expires_at': now + datetime.timedelta(
+                seconds=lease_seconds)}
+
+
 @base.Cell0RebuildObjectRegistry.register
 class MoveJournal(base.Cell0RebuildObject):
     """One server's latest move out of cell0, step by step.
 
-    Every change is a compare-and-swap on the row, so two processes never
-    both believe they own a move.
+    Every change is a compare-and-swap on the row and its fencing token,
+    so two actors never both believe they own a move.
     """
 
     # Version 1.0: Initial version
-    VERSION = '1.0'
+    # Version 1.1: Added owner, lease_token and lease_expires_at
+    VERSION = '1.1'
 
     fields = dict(base.TIMESTAMP_FIELDS, **{
         'id': fields.IntegerField(read_only=True),
@@ -52,7 +72,22 @@ class MoveJournal(base.Cell0RebuildObject):
         'fault_message': fields.StringField(nullable=True),
         'started_at': fields.DateTimeField(nullable=True),
         'finished_at': fields.DateTimeField(nullable=True),
+        'owner': fields.StringField(nullable=True),
+        'lease_token': fields.NonNegativeIntegerField(),
+        'lease_expires_at': fields.DateTimeField(nullable=True),
     })
+
+    #: Seconds each write of the holder renews the lease for; set by
+    #: start() and take_over(). None: writes do not renew it.
+    lease_seconds = None
+
+    def obj_make_compatible(self, primitive, target_version):
+        super().obj_make_compatible(primitive, target_version)
+        target_version = versionutils.convert_version_to_tuple(
+            target_version)
+        if target_version < (1, 1):
+            for key in ('owner', 'lease_token', 'lease_expires_at'):
+                primitive.pop(key, None)
 
     @staticmethod
     def _from_db_object(context, journal, db_journal):
@@ -76,15 +111,29 @@ class MoveJournal(base.Cell0RebuildObject):
             return None
         return cls._from_db_object(context, cls(), db_journal)
 
+    @staticmethod
+    def _expired(lease_seconds, now):
+        """SQL criteria of a lease that expired (what lease_expired says).
+
+        Both the holder's own expiry and the reader's lease time must have
+        passed since the last write: rows of a holder that does not write
+        an expiry (a plugin older than leases) still count as alive while
+        they are updated.
+        """
+        row = models.MoveJournal
+        return [row.status == Status.IN_PROGRESS,
+                row.updated_at <= now - datetime.timedelta(
+                    seconds=lease_seconds),
+                sa.or_(row.lease_expires_at.is_(None),
+                       row.lease_expires_at <= now)]
+
     @classmethod
-    def list_in_progress(cls, context, older_than=0, instance_uuid=None,
-                         limit=None):
-        """Moves in progress not updated for *older_than* seconds."""
-        cutoff = timeutils.utcnow() - datetime.timedelta(seconds=older_than)
+    def list_expired(cls, context, lease_seconds, instance_uuid=None,
+                     limit=None):
+        """Moves in progress whose lease expired: interrupted moves."""
         with db_api.reader(context) as session:
             query = session.query(models.MoveJournal).filter(
-                models.MoveJournal.status == Status.IN_PROGRESS,
-                models.MoveJournal.updated_at <= cutoff)
+                *cls._expired(lease_seconds, timeutils.utcnow()))
             if instance_uuid is not None:
                 query = query.filter_by(instance_uuid=instance_uuid)
             query = query.order_by(models.MoveJournal.updated_at)
@@ -93,36 +142,43 @@ class MoveJournal(base.Cell0RebuildObject):
             return [cls._from_db_object(context, cls(), row)
                     for row in query.all()]
 
-    def is_stale(self, stale_after):
-        """Whether this move is in progress but untouched for so long that
-        it was interrupted (what :meth:`list_in_progress` selects).
+    def lease_expired(self, lease_seconds):
+        """Whether this move is in progress but its holder stopped renewing
+        its lease: it was interrupted (what :meth:`list_expired` selects).
         """
         if self.status != Status.IN_PROGRESS:
             return False
-        age = timeutils.utcnow() - self.updated_at.replace(tzinfo=None)
-        return age.total_seconds() >= stale_after
+        now = timeutils.utcnow()
+        updated = self.updated_at.replace(tzinfo=None)
+        if (now - updated).total_seconds() < lease_seconds:
+            return False
+        return (self.lease_expires_at is None or
+                self.lease_expires_at.replace(tzinfo=None) <= now)
 
     @classmethod
-    def start(cls, context, instance_uuid, request_id=None,
-              fault_message=None, stale_after=60, current=UNREAD):
+    def start(cls, context, instance_uuid, lease_seconds, owner=None,
+              request_id=None, fault_message=None, current=UNREAD):
         """Start a move of a server: the journal row is claimed.
 
+        :param lease_seconds: how long the move holds its lease without a
+            write; each write renews it.
+        :param owner: who moves it (host, process, request), for operators.
         :param fault_message: the fault the server was buried with.
-        :param stale_after: seconds after which a move still in progress is
-            taken as interrupted rather than running.
         :param current: the server's journal (or None) if the caller has
             just read it; read here otherwise. A stale value is harmless:
             the write is a compare-and-swap on it.
-        :returns: the journal, in progress at step ``claimed``.
-        :raises: MoveInProgress if another move of the server runs;
-            MoveInterrupted (carrying the journal) if one was left in
-            progress and must be healed first.
+        :returns: the journal, in progress at step ``claimed``, holding a
+            new lease.
+        :raises: MoveInProgress if another move of the server holds its
+            lease; MoveInterrupted (carrying the journal) if one was left
+            in progress with an expired lease and must be healed first.
         """
         now = timeutils.utcnow()
-        fresh = {'status': Status.IN_PROGRESS, 'step': Step.CLAIMED,
-                 'request_id': request_id, 'last_error': None,
-                 'fault_message': fault_message,
-                 'started_at': now, 'finished_at': None, 'updated_at': now}
+        fresh = dict(_lease(now, lease_seconds),
+                     status=Status.IN_PROGRESS, step=Step.CLAIMED,
+                     request_id=request_id, last_error=None,
+                     fault_message=fault_message, owner=owner,
+                     started_at=now, finished_at=None)
         if current is UNREAD:
             current = cls.get_by_instance_uuid(context, instance_uuid)
         if current is None:
@@ -130,46 +186,92 @@ class MoveJournal(base.Cell0RebuildObject):
                 with db_api.writer(context) as session:
                     row = models.MoveJournal(instance_uuid=instance_uuid,
                                              attempts=1, created_at=now,
-                                             **fresh)
+                                             lease_token=1, **fresh)
                     session.add(row)
                     session.flush()
             except db_exc.DBDuplicateEntry:
                 raise exception.MoveInProgress(uuid=instance_uuid)
-            return cls._from_db_object(context, cls(), row)
-        if current.is_stale(stale_after):
+            journal = cls._from_db_object(context, cls(), row)
+            journal.lease_seconds = lease_seconds
+            return journal
+        if current.lease_expired(lease_seconds):
             raise exception.MoveInterrupted(current)
         if current.status == Status.IN_PROGRESS:
             raise exception.MoveInProgress(uuid=instance_uuid)
         fresh['attempts'] = current.attempts + 1
+        fresh['lease_token'] = current.lease_token + 1
         with db_api.writer(context) as session:
             updated = session.query(models.MoveJournal).filter_by(
                 id=current.id, status=current.status,
-                attempts=current.attempts).update(
+                lease_token=current.lease_token).update(
                     fresh, synchronize_session=False)
         if updated != 1:
             raise exception.MoveInProgress(uuid=instance_uuid)
-        for key, value in fresh.items():
-            setattr(current, key, value)
-        current._context = context
-        current.obj_reset_changes()
+        current._set(context, fresh)
+        current.lease_seconds = lease_seconds
         return current
 
-    def _swap(self, expected, values):
-        values['updated_at'] = timeutils.utcnow()
+    def take_over(self, owner, lease_seconds):
+        """Take the expired lease of an interrupted move (heal does).
+
+        A new fencing token makes every later write of the former holder
+        fail, so from here on only the new holder acts on the server.
+
+        :raises: LeaseHeld when the lease is alive (the move was renewed
+            since it was read), was taken by someone else, or the move
+            ended or was forgotten meanwhile.
+        """
+        now = timeutils.utcnow()
+        values = dict(_lease(now, lease_seconds), owner=owner,
+                      lease_token=self.lease_token + 1)
         with db_api.writer(self._context) as session:
-            updated = session.query(models.MoveJournal).filter_by(
-                id=self.id, **expected).update(values,
-                                               synchronize_session=False)
+            updated = session.query(models.MoveJournal).filter(
+                models.MoveJournal.id == self.id,
+                models.MoveJournal.step == self.step,
+                models.MoveJournal.lease_token == self.lease_token,
+                *self._expired(lease_seconds, now)).update(
+                    values, synchronize_session=False)
         if updated != 1:
-            raise exception.JournalConflict(uuid=self.instance_uuid)
+            raise exception.LeaseHeld(uuid=self.instance_uuid)
+        self._set(self._context, values)
+        self.lease_seconds = lease_seconds
+
+    def _set(self, context, values):
         for key, value in values.items():
             setattr(self, key, value)
+        self._context = context
         self.obj_reset_changes()
+
+    def _swap(self, expected, values):
+        """Write *values* if this holder still holds the lease (fenced)."""
+        now = timeutils.utcnow()
+        values['updated_at'] = now
+        if self.lease_seconds is not None:
+            values.update(_lease(now, self.lease_seconds))
+        with db_api.writer(self._context) as session:
+            updated = session.query(models.MoveJournal).filter_by(
+                id=self.id, lease_token=self.lease_token,
+                **expected).update(values, synchronize_session=False)
+        if updated != 1:
+            raise exception.JournalConflict(uuid=self.instance_uuid)
+        self._set(self._context, values)
+
+    def heartbeat(self):
+        """Renew the lease; proves it is still held before a step acts.
+
+        :raises: JournalConflict when the lease was lost (taken over, or
+            the journal forgotten with its deleted server).
+        """
+        self._swap({'status': Status.IN_PROGRESS, 'step': self.step}, {})
 
     def advance(self, step):
         """Record that the move reached *step* (from the step it was at)."""
         self._swap({'status': Status.IN_PROGRESS, 'step': self.step},
                    {'step': step})
+
+    def record_error(self, error):
+        """Note an error that did not end the move (it went forward)."""
+        self._swap({}, {'last_error': error})
 
     def finish(self, status, error=None, step=None):
         """End the move as done or rolled back (at *step*, if given)."""

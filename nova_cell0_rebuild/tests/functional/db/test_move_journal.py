@@ -17,10 +17,15 @@ eventlet, so the workers below are green threads; PyMySQL yields on every
 round trip, so on MySQL they really interleave.
 """
 
+import datetime
+
 import eventlet
 from nova import context as nova_context
+from oslo_utils import timeutils
 
+from nova_cell0_rebuild.db import api as db_api
 from nova_cell0_rebuild.db import migration
+from nova_cell0_rebuild.db import models
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild import objects
 from nova_cell0_rebuild.objects import fields
@@ -28,6 +33,27 @@ from nova_cell0_rebuild.tests.functional.db import base
 
 INSTANCE = '0b0b4b26-6f7e-4c1c-9a43-0a8f0e6c7d21'
 WORKERS = 16
+LEASE = 300
+
+
+def start(context, **kwargs):
+    return objects.MoveJournal.start(context, INSTANCE, LEASE, **kwargs)
+
+
+def expire(context, lease_expires_at=True):
+    """Let the journal's lease run out, as if its holder stopped long ago.
+
+    :param lease_expires_at: also move its expiry back (False: leave it,
+        e.g. NULL as a holder older than leases leaves it).
+    """
+    past = timeutils.utcnow() - datetime.timedelta(days=1)
+    values = {'updated_at': past}
+    if lease_expires_at:
+        values['lease_expires_at'] = past
+    with db_api.writer(context) as session:
+        session.query(models.MoveJournal).filter_by(
+            instance_uuid=INSTANCE).update(values,
+                                           synchronize_session=False)
 
 
 class _JournalTest(object):
@@ -47,7 +73,8 @@ class _JournalTest(object):
                 work(i)
                 outcomes.append('won')
             except (exception.MoveInProgress, exception.JournalConflict,
-                    exception.CreateRecordExists) as exc:
+                    exception.CreateRecordExists,
+                    exception.LeaseHeld) as exc:
                 outcomes.append(type(exc).__name__)
         for i in range(WORKERS):
             pool.spawn_n(attempt, i)
@@ -55,8 +82,8 @@ class _JournalTest(object):
         return sorted(outcomes)
 
     def test_one_of_many_starts_a_move(self):
-        outcomes = self._race(lambda i: objects.MoveJournal.start(
-            self.context, INSTANCE, request_id='req-%d' % i))
+        outcomes = self._race(lambda i: start(self.context,
+                                              request_id='req-%d' % i))
         self.assertEqual(1, outcomes.count('won'), outcomes)
         journal = objects.MoveJournal.get_by_instance_uuid(self.context,
                                                            INSTANCE)
@@ -64,10 +91,9 @@ class _JournalTest(object):
                          (journal.status, journal.attempts))
 
     def test_one_of_many_restarts_a_finished_move(self):
-        objects.MoveJournal.start(self.context, INSTANCE).finish(
+        start(self.context).finish(
             fields.MoveStatus.ROLLED_BACK, error='no capacity')
-        outcomes = self._race(lambda i: objects.MoveJournal.start(
-            self.context, INSTANCE))
+        outcomes = self._race(lambda i: start(self.context))
         self.assertEqual(1, outcomes.count('won'), outcomes)
         journal = objects.MoveJournal.get_by_instance_uuid(self.context,
                                                            INSTANCE)
@@ -75,7 +101,7 @@ class _JournalTest(object):
         self.assertIsNone(journal.last_error)
 
     def test_one_of_many_advances_a_step(self):
-        objects.MoveJournal.start(self.context, INSTANCE)
+        start(self.context)
         copies = [objects.MoveJournal.get_by_instance_uuid(self.context,
                                                            INSTANCE)
                   for _ in range(WORKERS)]
@@ -83,21 +109,107 @@ class _JournalTest(object):
             fields.MoveStep.BUILD_REQUEST_WRITTEN))
         self.assertEqual(1, outcomes.count('won'), outcomes)
 
-    def test_in_progress_then_stale(self):
-        objects.MoveJournal.start(self.context, INSTANCE)
-        self.assertRaises(exception.MoveInProgress,
-                          objects.MoveJournal.start, self.context, INSTANCE)
-        interrupted = self.assertRaises(
-            exception.MoveInterrupted, objects.MoveJournal.start,
-            self.context, INSTANCE, stale_after=0)
+    def test_in_progress_then_expired(self):
+        start(self.context)
+        self.assertRaises(exception.MoveInProgress, start, self.context)
+        self.assertEqual([], objects.MoveJournal.list_expired(self.context,
+                                                              LEASE))
+        expire(self.context)
+        interrupted = self.assertRaises(exception.MoveInterrupted, start,
+                                        self.context)
         self.assertEqual(INSTANCE, interrupted.journal.instance_uuid)
         self.assertEqual(
             [INSTANCE], [j.instance_uuid for j in
-                         objects.MoveJournal.list_in_progress(self.context)])
+                         objects.MoveJournal.list_expired(self.context,
+                                                          LEASE)])
+
+    def test_a_row_without_lease_expires_when_not_updated(self):
+        # Written by a plugin older than leases: no expiry of its own.
+        start(self.context)
+        with db_api.writer(self.context) as session:
+            session.query(models.MoveJournal).update(
+                {'lease_expires_at': None}, synchronize_session=False)
+        journal = objects.MoveJournal.get_by_instance_uuid(self.context,
+                                                           INSTANCE)
+        self.assertFalse(journal.lease_expired(LEASE))
+        expire(self.context, lease_expires_at=False)
+        journal = objects.MoveJournal.get_by_instance_uuid(self.context,
+                                                           INSTANCE)
+        self.assertTrue(journal.lease_expired(LEASE))
+
+    def test_the_holders_own_expiry_counts_too(self):
+        # A holder with a longer lease than the reader's is still alive.
+        objects.MoveJournal.start(self.context, INSTANCE, 3 * LEASE)
+        past = timeutils.utcnow() - datetime.timedelta(seconds=2 * LEASE)
+        with db_api.writer(self.context) as session:
+            session.query(models.MoveJournal).update(
+                {'updated_at': past}, synchronize_session=False)
+        journal = objects.MoveJournal.get_by_instance_uuid(self.context,
+                                                           INSTANCE)
+        self.assertFalse(journal.lease_expired(LEASE))
+        self.assertEqual([], objects.MoveJournal.list_expired(self.context,
+                                                              LEASE))
+        self.assertRaises(exception.LeaseHeld, journal.take_over, 'heal',
+                          LEASE)
+
+    def test_an_alive_lease_cannot_be_taken_over(self):
+        holder = start(self.context, owner='api-1')
+        copy = objects.MoveJournal.get_by_instance_uuid(self.context,
+                                                        INSTANCE)
+        self.assertRaises(exception.LeaseHeld, copy.take_over, 'heal',
+                          LEASE)
+        holder.advance(fields.MoveStep.BUILD_REQUEST_WRITTEN)
+        stored = objects.MoveJournal.get_by_instance_uuid(self.context,
+                                                          INSTANCE)
+        self.assertEqual(('api-1', holder.lease_token),
+                         (stored.owner, stored.lease_token))
+
+    def test_one_of_many_takes_over_an_expired_lease(self):
+        start(self.context)
+        expire(self.context)
+        copies = [objects.MoveJournal.get_by_instance_uuid(self.context,
+                                                           INSTANCE)
+                  for _ in range(WORKERS)]
+        outcomes = self._race(
+            lambda i: copies[i].take_over('heal-%d' % i, LEASE))
+        self.assertEqual(1, outcomes.count('won'), outcomes)
+        self.assertEqual(WORKERS - 1, outcomes.count('LeaseHeld'))
+
+    def test_a_holder_that_lost_its_lease_is_fenced_off(self):
+        holder = start(self.context, owner='api-1')
+        expire(self.context)
+        healer = objects.MoveJournal.get_by_instance_uuid(self.context,
+                                                          INSTANCE)
+        healer.take_over('heal', LEASE)
+        self.assertEqual(holder.lease_token + 1, healer.lease_token)
+        # Every write of the former holder fails from now on.
+        for write in (holder.heartbeat,
+                      lambda: holder.advance(
+                          fields.MoveStep.BUILD_REQUEST_WRITTEN),
+                      lambda: holder.record_error('late'),
+                      lambda: holder.finish(fields.MoveStatus.DONE)):
+            self.assertRaises(exception.JournalConflict, write)
+        healer.finish(fields.MoveStatus.ROLLED_BACK, error='healed')
+        stored = objects.MoveJournal.get_by_instance_uuid(self.context,
+                                                          INSTANCE)
+        self.assertEqual(
+            ('heal', fields.MoveStatus.ROLLED_BACK, fields.MoveStep.CLAIMED),
+            (stored.owner, stored.status, stored.step))
+
+    def test_writes_renew_the_lease(self):
+        holder = start(self.context)
+        expire(self.context)
+        # Expired but not taken over: the holder's heartbeat renews it.
+        holder.heartbeat()
+        stored = objects.MoveJournal.get_by_instance_uuid(self.context,
+                                                          INSTANCE)
+        self.assertFalse(stored.lease_expired(LEASE))
+        self.assertGreater(stored.lease_expires_at.replace(tzinfo=None),
+                           timeutils.utcnow())
 
     def test_one_of_many_restarts_from_the_journal_it_read(self):
         # A rebuild reads the journal once and hands it to start().
-        objects.MoveJournal.start(self.context, INSTANCE).finish(
+        start(self.context).finish(
             fields.MoveStatus.DONE, step=fields.MoveStep.CAST_SENT)
         copies = [objects.MoveJournal.get_by_instance_uuid(self.context,
                                                            INSTANCE)
@@ -105,25 +217,32 @@ class _JournalTest(object):
         self.assertEqual(fields.MoveStep.CAST_SENT, copies[0].step)
         started = []
         outcomes = self._race(lambda i: started.append(
-            objects.MoveJournal.start(self.context, INSTANCE,
-                                      request_id='req-%d' % i,
-                                      current=copies[i])))
+            start(self.context, request_id='req-%d' % i,
+                  current=copies[i])))
         self.assertEqual(1, outcomes.count('won'), outcomes)
         stored = objects.MoveJournal.get_by_instance_uuid(self.context,
                                                           INSTANCE)
         compared = ('id', 'instance_uuid', 'request_id', 'status', 'step',
-                    'attempts', 'last_error', 'fault_message')
+                    'attempts', 'last_error', 'fault_message', 'owner',
+                    'lease_token')
         self.assertEqual({key: getattr(stored, key) for key in compared},
                          {key: getattr(started[0], key) for key in compared})
         self.assertEqual((fields.MoveStatus.IN_PROGRESS, 2),
                          (stored.status, stored.attempts))
 
-    def test_stale_only_while_in_progress(self):
-        journal = objects.MoveJournal.start(self.context, INSTANCE)
-        self.assertFalse(journal.is_stale(60))
-        self.assertTrue(journal.is_stale(0))
+    def test_expired_only_while_in_progress(self):
+        journal = start(self.context)
+        self.assertFalse(journal.lease_expired(LEASE))
+        expire(self.context)
+        journal = objects.MoveJournal.get_by_instance_uuid(self.context,
+                                                           INSTANCE)
+        self.assertTrue(journal.lease_expired(LEASE))
+        journal.take_over('heal', LEASE)
         journal.finish(fields.MoveStatus.DONE)
-        self.assertFalse(journal.is_stale(0))
+        expire(self.context)
+        journal = objects.MoveJournal.get_by_instance_uuid(self.context,
+                                                           INSTANCE)
+        self.assertFalse(journal.lease_expired(LEASE))
 
     def test_one_record_per_request(self):
         def create(i):

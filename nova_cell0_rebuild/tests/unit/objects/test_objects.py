@@ -27,7 +27,7 @@ object_data = {
     'Cell0RebuildPayload': '1.0-772120c6fd78199d0a3564338263384a',
     'Cell0RebuildRefusedPayload': '1.0-a93558fb7dbbd983d223dc708948ac93',
     'CreateRecord': '1.1-3c49714a17143918ae291096cabc08d5',
-    'MoveJournal': '1.0-48081056114614633fb90bb6d428d876',
+    'MoveJournal': '1.1-3a373d608ebe22d9d4a0f6cc6e3099f1',
 }
 
 # Objects that hold other objects, and the versions they hold.
