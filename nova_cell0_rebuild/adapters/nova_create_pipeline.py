@@ -282,18 +282,22 @@ def claim(context, cell0, instance, task_state):
 
 
 def release(context, cell0, instance_uuid, task_state):
-    """Clear a claim made by :func:`claim`, if it still holds."""
+    """Clear a claim made by :func:`claim`, if it still holds (CAS).
+
+    Heal fences a move off with it: once released, the move's hard delete
+    (conditional on the claim) finds nothing to delete.
+
+    :returns: whether the live cell0 instance was claimed and is released.
+    """
     with nova_context.target_cell(context, cell0) as cctxt:
-        try:
-            instance = nova_objects.Instance.get_by_uuid(cctxt,
-                                                         instance_uuid)
-            if instance.task_state != task_state:
-                return
-            instance.task_state = None
-            instance.save(expected_task_state=[task_state])
-        except (nova_exception.UnexpectedTaskStateError,
-                nova_exception.InstanceNotFound):
-            pass
+        with main_db_api.get_context_manager(cctxt).writer.using(
+                cctxt) as session:
+            released = session.query(main_models.Instance).filter_by(
+                uuid=instance_uuid, task_state=task_state,
+                deleted=0).update(
+                    {'task_state': None, 'updated_at': timeutils.utcnow()},
+                    synchronize_session=False)
+    return released == 1
 
 
 # What Nova's own hard delete (nova.db.main.api.instance_destroy with

@@ -21,6 +21,8 @@ from nova.objects import cell_mapping
 from nova import thread_pool_factory
 from oslo_log import log as logging
 
+from nova_cell0_rebuild import exception
+
 LOG = logging.getLogger(__name__)
 
 # How long a marker follow-up waits for a new server to leave its build
@@ -225,3 +227,21 @@ def list_cell0_instances(context, cell0, project_id=None, marker=None,
     return (list(instances),
             {fault.instance_uuid: fault for fault in faults},
             {mapping.instance_uuid: mapping for mapping in mappings})
+
+
+def policy_target(context, mapping):
+    """The policy target of a server known only by its mapping.
+
+    For a server that is neither in a cell nor visible as an instance
+    (a move of ours left it unmapped): a caller of another project gets
+    the 404 Nova's project-scoped instance query would give.
+
+    :raises: RequestRefused(404).
+    """
+    if (nova_context.is_user_context(context) and
+            context.project_id != mapping.project_id):
+        raise exception.RequestRefused(
+            404, nova_exception.InstanceNotFound(
+                instance_id=mapping.instance_uuid).format_message())
+    return {'project_id': mapping.project_id,
+            'user_id': mapping.user_id}

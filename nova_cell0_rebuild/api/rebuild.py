@@ -106,17 +106,23 @@ class RebuildFromCell0(object):
 
     #: Builds the move; tests replace it to inject faults.
     task_factory = rebuild_from_cell0.RebuildFromCell0Task
-    #: Seconds after which a move left in progress counts as interrupted
-    #: and is healed by the next rebuild of the server.
-    stale_after = 60
 
     def __init__(self, conf, gates, min_version):
         self.conf = conf
         self.gates = gates
         self.min_version = min_version
 
+    @property
+    def lease_seconds(self):
+        return self.conf.cell0_rebuild.move_lease_seconds
+
     def wants(self, req, body, version, server_id):
-        """The cell0 mapping of the server if the request is ours, or None.
+        """The mapping of the server if the request is ours, or None.
+
+        Ours: a server mapped to cell0, or one left unmapped by a move of
+        ours that was interrupted (its lease expired), which is healed by
+        :meth:`handle` once the caller is authorized. Nothing is changed
+        here.
         """
         context = req.environ.get('nova.context')
         if body is None or version is None or context is None:
@@ -125,21 +131,18 @@ class RebuildFromCell0(object):
             return None
         admin = context.elevated()
         mapping = nova_servers.get_mapping(admin, server_id)
-        if mapping is not None and mapping.cell_mapping is None:
-            # A BuildRequest: maybe a move of ours a crash interrupted.
-            if self._heal_interrupted(admin, server_id):
-                mapping = nova_servers.get_mapping(admin, server_id)
-        if (mapping is None or
-                not nova_servers.is_cell0(mapping.cell_mapping)):
+        if mapping is None:
             return None
-        return mapping
-
-    def _heal_interrupted(self, admin, server_id):
-        """Heal a move of this server left in progress; True if healed."""
-        journal = objects.MoveJournal.get_by_instance_uuid(admin, server_id)
-        if journal is None or not journal.is_stale(self.stale_after):
-            return False
-        return heal.heal_move(admin, journal) != heal.LEFT_ALONE
+        if nova_servers.is_cell0(mapping.cell_mapping):
+            return mapping
+        if mapping.cell_mapping is None and not mapping.queued_for_delete:
+            # A BuildRequest: maybe a move of ours a crash interrupted.
+            journal = objects.MoveJournal.get_by_instance_uuid(admin,
+                                                               server_id)
+            if journal is not None and journal.lease_expired(
+                    self.lease_seconds):
+                return mapping
+        return None
 
     def handle(self, req, body, version, mapping, server_id):
         """Run the rebuild; returns Nova's 202 answer.
@@ -148,11 +151,24 @@ class RebuildFromCell0(object):
         """
         context = req.environ['nova.context']
         rebuild = body['rebuild']
-        # Nova's order: the body's schema, the server, then policy.
+        # Nova's order: the body's schema, the server, then policy; and
+        # nothing changes before all three passed.
         nova_api.validate_rebuild_body(req, body, version)
+        if mapping.cell_mapping is None:
+            self._authorize(context, rebuild,
+                            nova_servers.policy_target(context, mapping))
+            mapping = self._heal_interrupted(context, server_id)
         instance = nova_compute.get_server_in_cell(context, mapping)
-        target = {'user_id': instance.user_id,
-                  'project_id': instance.project_id}
+        self._authorize(context, rebuild, {'user_id': instance.user_id,
+                                           'project_id': instance.project_id})
+
+        rebuilt = self.rebuild(context, instance, mapping, rebuild)
+        return nova_api.rebuild_response(
+            req, version, server_id, rebuilt.prepared.admin_password,
+            build_request=rebuilt.build_request)
+
+    @staticmethod
+    def _authorize(context, rebuild, target):
         nova_api.authorize(context, nova_api.NOVA_REBUILD_RULE, target)
         if 'trusted_image_certificates' in rebuild:
             nova_api.authorize(
@@ -160,10 +176,19 @@ class RebuildFromCell0(object):
         nova_api.authorize(context, rebuild_policies.REBUILD_FROM_CELL0,
                            target)
 
-        rebuilt = self.rebuild(context, instance, mapping, rebuild)
-        return nova_api.rebuild_response(
-            req, version, server_id, rebuilt.prepared.admin_password,
-            build_request=rebuilt.build_request)
+    def _heal_interrupted(self, context, server_id):
+        """Heal the interrupted move of an authorized caller's server.
+
+        :returns: the server's mapping once healed, pointing at cell0.
+        :raises: RequestRefused: 409 while the move is alive or may have
+            reached the conductor, or the server is no longer in cell0;
+            404 when it is gone.
+        """
+        admin = context.elevated()
+        journal = objects.MoveJournal.get_by_instance_uuid(admin, server_id)
+        if journal is None or not journal.lease_expired(self.lease_seconds):
+            raise exception.RequestRefused(409, _IN_PROGRESS % server_id)
+        return self._heal_then_reload(context, journal)[1]
 
     def rebuild(self, context, instance, mapping, rebuild):
         """Rebuild an authorized server from cell0; the API and CLI path.
@@ -178,7 +203,7 @@ class RebuildFromCell0(object):
         server_id = instance.uuid
         admin = context.elevated()
         journal = objects.MoveJournal.get_by_instance_uuid(admin, server_id)
-        if journal is not None and journal.is_stale(self.stale_after):
+        if journal is not None and journal.lease_expired(self.lease_seconds):
             instance, mapping = self._heal_then_reload(context, journal)
             journal = move_journal.UNREAD
         server, bdms = gates_base.Cell0Server.load(context, instance,
@@ -201,8 +226,8 @@ class RebuildFromCell0(object):
                 'Instance %s has no RequestSpec: it cannot be scheduled '
                 'again.') % server_id)
         task = self.task_factory(context, server, prepared, networks, bdms,
-                                 request_spec, journal=journal,
-                                 stale_after=self.stale_after)
+                                 request_spec, self.lease_seconds,
+                                 journal=journal)
         try:
             with notifications.rebuild_notifications(
                     context, server, prepared.image_id,
@@ -210,6 +235,7 @@ class RebuildFromCell0(object):
                 build_request = task.execute()
         except (nova_compute.UnexpectedTaskState,
                 nova_create_pipeline.MoveConflict,
+                rebuild_from_cell0.LeaseLost,
                 exception.MoveInProgress, exception.MoveInterrupted):
             raise exception.RequestRefused(409, _IN_PROGRESS % server_id)
         if server.record is not None:
@@ -220,12 +246,14 @@ class RebuildFromCell0(object):
     def _heal_then_reload(self, context, journal):
         """Heal an interrupted move of the server; (instance, mapping).
 
-        :raises: RequestRefused: 404 when the server is gone, 409 when it
+        :raises: RequestRefused: 404 when the server is gone, 409 when the
+            move is alive, may have reached the conductor, or the server
             is no longer in cell0.
         """
         admin = context.elevated()
         server_id = journal.instance_uuid
-        if heal.heal_move(admin, journal) == heal.LEFT_ALONE:
+        outcome = heal.heal_move(admin, journal, self.lease_seconds)
+        if outcome in (heal.ALIVE, heal.LEFT_ALONE):
             raise exception.RequestRefused(409, _IN_PROGRESS % server_id)
         mapping = nova_servers.get_mapping(admin, server_id)
         if mapping is None or mapping.queued_for_delete:

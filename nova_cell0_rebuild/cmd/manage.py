@@ -159,15 +159,19 @@ class Cell0Commands(object):
 
     @args('--instance', metavar='<server uuid>',
           help='Only the move of this server.')
-    @args('--older-than', type=int, default=60, metavar='<seconds>',
-          help='Only moves not updated for this long (default 60): a '
-               'younger move may still be running in a nova-api.')
-    def heal(self, instance=None, older_than=60):
+    @args('--older-than', type=int, metavar='<seconds>',
+          help='Only moves not renewed for at least this long; never less '
+               'than [cell0_rebuild] move_lease_seconds, since a move '
+               'whose lease holds may still be running in a nova-api.')
+    def heal(self, instance=None, older_than=None):
         """Finish or roll back moves out of cell0 that were interrupted."""
-        results = heal_task.heal(self.context, older_than=older_than,
+        lease_seconds = max(CONF.cell0_rebuild.move_lease_seconds,
+                            older_than or 0)
+        results = heal_task.heal(self.context, lease_seconds,
                                  instance_uuid=instance)
         self._print(_table(['UUID', 'Interrupted at', 'Outcome'], results))
-        if any(outcome == heal_task.LEFT_ALONE for _, _, outcome in results):
+        if any(outcome in (heal_task.LEFT_ALONE, heal_task.ALIVE)
+               for _, _, outcome in results):
             return ATTENTION
         return SUCCESS
 

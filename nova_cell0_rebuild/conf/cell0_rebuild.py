@@ -68,6 +68,25 @@ personality files or which networks they asked for. Enable this only once
 you have checked those servers; they will be rebuilt with the networks
 Neutron allocates by default.
 """),
+    cfg.IntOpt(
+        'move_lease_seconds',
+        default=300,
+        min=10,
+        max=86400,
+        help="""
+How long, in seconds, a rebuild from cell0 holds its move without renewing
+it before heal (``nova-cell0-rebuild-manage heal``, or the next rebuild of
+the same server) may take the move over.
+
+A move renews its lease at every step. The longest wait between two steps is
+a call to Glance, Cinder or Neutron, so keep this well above the timeouts of
+those clients in nova.conf. A shorter value lets heal finish the move of a
+nova-api that died sooner; a value shorter than a slow step lets heal take
+over a move that is still running. Nothing is lost then: the running move
+finds its fencing token replaced at its next step and stops, and its client
+gets 409. Use the same value on every nova-api node and where the manage
+command runs.
+"""),
     cfg.StrOpt(
         'connection',
         secret=True,

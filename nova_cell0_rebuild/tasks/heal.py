@@ -13,32 +13,41 @@
 
 """Heal: finish or roll back moves out of cell0 that a crash interrupted.
 
-A journal left ``in_progress`` by a process that stopped is compared with
-where the server really is, and the move is finished or undone so that the
-server exists exactly once and its mapping agrees:
+A journal left ``in_progress`` whose lease expired (its holder stopped
+renewing it: ``[cell0_rebuild] move_lease_seconds``) is taken over first,
+with a new fencing token, so that a holder that was only slow stops at its
+next step. Heal of a move whose lease is alive changes nothing. Then the
+journal is compared with where the server really is, and the move is
+finished or undone so that the server exists exactly once and its mapping
+agrees:
 
 ==========================================  ================================
 server found                                heal
 ==========================================  ================================
+lease alive                                 nothing: the move is running
 deleted (no mapping, or queued for delete)  leftovers removed, journal gone
 in a real cell                              done: the conductor built it
-mapped to cell0                             claim released: rolled back
-BuildRequest and a cell0 row                BuildRequest removed, mapped to
+BuildRequest, cast perhaps sent             left alone and reported: the
+                                            conductor may still build it
+mapped to cell0, or a BuildRequest and a    cell0 claim released (fencing
+cell0 row                                   the old holder off), mapped to
                                             cell0 again: rolled back
 BuildRequest, no cell0 row, not yet cast    buried in cell0 again with its
                                             fault: rolled back
-BuildRequest, cast perhaps sent             left alone and reported: the
-                                            conductor may still build it
 ==========================================  ================================
 
 Running heal again changes nothing: a healed journal is no longer in
-progress.
+progress, and one left alone holds heal's own fresh lease.
 """
+
+import os
+import socket
 
 from oslo_log import log as logging
 
 from nova_cell0_rebuild.adapters import nova_create_pipeline as pipeline
 from nova_cell0_rebuild.adapters import nova_servers
+from nova_cell0_rebuild import exception
 from nova_cell0_rebuild import objects
 from nova_cell0_rebuild.objects import fields
 from nova_cell0_rebuild.tasks import rebuild_from_cell0
@@ -48,16 +57,32 @@ LOG = logging.getLogger(__name__)
 Step = fields.MoveStep
 Status = fields.MoveStatus
 
+ALIVE = 'left alone: the move is alive'
 DELETED = 'deleted'
 DONE = 'done'
 ROLLED_BACK = 'rolled back'
 LEFT_ALONE = 'left alone: the cast may have been sent'
 
 
-def heal_move(context, journal):
-    """Heal one interrupted move; returns what was done (a phrase)."""
+def heal_owner():
+    return 'heal:%s:%d' % (socket.gethostname(), os.getpid())
+
+
+def heal_move(context, journal, lease_seconds):
+    """Take over and heal one interrupted move; returns what was done.
+
+    :param journal: the MoveJournal as read, its lease expired.
+    :param lease_seconds: ``[cell0_rebuild] move_lease_seconds``.
+    :returns: one of the outcome phrases of this module.
+    """
     admin = context.elevated()
     uuid = journal.instance_uuid
+    try:
+        journal.take_over(heal_owner(), lease_seconds)
+    except exception.LeaseHeld:
+        LOG.info('The move of server %s out of cell0 is alive; heal leaves '
+                 'it alone', uuid)
+        return ALIVE
     cell0 = pipeline.get_cell0(admin)
     mapping = nova_servers.get_mapping(admin, uuid)
     if mapping is None or mapping.queued_for_delete:
@@ -76,12 +101,6 @@ def heal_move(context, journal):
         # late, delete the mapping of a server that then lives in cell0.
         outcome = LEFT_ALONE
     else:
-        stranded = mapping.cell_mapping is None and (
-            nova_servers.get_cell0_instance(admin, cell0, uuid) is not None)
-        if stranded:
-            # The transaction committed, the cell0 rows were not removed:
-            # undo from the start of the move.
-            journal.step = Step.BUILD_REQUEST_WRITTEN
         rebuild_from_cell0.undo(admin, cell0, journal,
                                 RuntimeError('interrupted, healed'))
         outcome = ROLLED_BACK
@@ -90,15 +109,15 @@ def heal_move(context, journal):
     return outcome
 
 
-def heal(context, older_than=60, instance_uuid=None):
-    """Heal every move in progress not updated for *older_than* seconds.
+def heal(context, lease_seconds, instance_uuid=None):
+    """Heal every move in progress whose lease expired.
 
     :returns: a list of (instance_uuid, step, outcome).
     """
     results = []
-    for journal in objects.MoveJournal.list_in_progress(
-            context, older_than=older_than, instance_uuid=instance_uuid):
+    for journal in objects.MoveJournal.list_expired(
+            context, lease_seconds, instance_uuid=instance_uuid):
         step = journal.step
         results.append((journal.instance_uuid, step,
-                        heal_move(context, journal)))
+                        heal_move(context, journal, lease_seconds)))
     return results

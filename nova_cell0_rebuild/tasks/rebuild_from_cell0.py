@@ -14,14 +14,15 @@
 
 Every step is journaled (objects.MoveJournal), in this order:
 
-1. ``claimed``: the journal row and the cell0 instance's task state are
-   claimed by compare-and-swap; a second concurrent rebuild loses;
+1. ``claimed``: the journal's lease and the cell0 instance's task state
+   are claimed by compare-and-swap; a second concurrent rebuild loses;
 2. ``build_request_written``: a BuildRequest built from the cell0 instance
    with the rebuild's changes is written, the mapping points at no cell
    and the RequestSpec is reset to a one-server create, in one
    API-database transaction (with the journal step, when the plugin's
    tables live there);
-3. ``cell0_rows_removed``: the cell0 rows are hard-deleted;
+3. ``cell0_rows_removed``: the cell0 rows are hard-deleted, only while
+   the claim still holds;
 4. ``casting``: the server is checked to be still wanted;
 5. ``cast_sent``: Nova's own ``schedule_and_build_instances`` was cast; the
    move is done and the conductor owns the server.
@@ -30,7 +31,20 @@ At every point the server exists once: as its cell0 row (mapped to cell0,
 steps 1 and 2 before the transaction), as its BuildRequest (mapped to no
 cell; a cell0 row left by a crash in step 2 is invisible and removed by
 heal), or, later, as the conductor's instance in a cell.
+
+The move holds its journal as a lease. Each step first proves it still
+holds it (the fencing token); a move that lost it to heal stops where it
+is and leaves the server to heal, which undoes from what it finds. Heal
+fences the cell0 side before it acts: it releases the cell0 claim, so the
+hard delete of a move that lost its lease finds nothing to delete.
+
+Once the cast may have been sent the move only goes forward: an error
+after that point is logged and recorded in the journal, never undone,
+since the conductor may be building the server.
 """
+
+import os
+import socket
 
 from nova.compute import task_states
 from oslo_log import log as logging
@@ -57,6 +71,18 @@ class ServerGone(Exception):
     """The server was deleted while it was being moved."""
 
 
+class LeaseLost(exception.Cell0RebuildException):
+    """Another actor took the move over; this one must not act any more."""
+
+    msg_fmt = 'The move of instance %(uuid)s was taken over.'
+
+
+def lease_owner(request_id=None):
+    """Who holds a move's lease, as operators read it in the journal."""
+    return '%s:%d:%s' % (socket.gethostname(), os.getpid(),
+                         request_id or '-')
+
+
 class RebuildFromCell0Task(base.TaskBase):
     """Move one cell0 server back into Nova's create pipeline.
 
@@ -67,15 +93,13 @@ class RebuildFromCell0Task(base.TaskBase):
     :param networks: NetworkRequestList from the create record, or None.
     :param bdms: the server's BlockDeviceMappingList from cell0.
     :param request_spec: the server's RequestSpec as stored.
+    :param lease_seconds: ``[cell0_rebuild] move_lease_seconds``.
     :param journal: the server's MoveJournal (or None) as just read, so
         that it is not read again; by default it is read.
-    :param stale_after: seconds after which a move left in progress is
-        taken as interrupted.
     """
 
     def __init__(self, context, server, prepared, networks, bdms,
-                 request_spec, journal=move_journal.UNREAD,
-                 stale_after=60):
+                 request_spec, lease_seconds, journal=move_journal.UNREAD):
         super().__init__(context, server.instance)
         self.admin = context.elevated()
         self.server = server
@@ -84,10 +108,12 @@ class RebuildFromCell0Task(base.TaskBase):
         self.bdms = bdms
         self.request_spec = request_spec
         self.previous_journal = journal
-        self.stale_after = stale_after
+        self.lease_seconds = lease_seconds
         self.journal = None
         self.build_request = None
         self.image = None
+        #: Set just before the cast: from then on nothing is undone.
+        self.cast_attempted = False
 
     @property
     def _new_image_id(self):
@@ -98,10 +124,11 @@ class RebuildFromCell0Task(base.TaskBase):
     def _claim(self):
         fault = self.server.fault
         self.journal = objects.MoveJournal.start(
-            self.admin, self.instance.uuid,
+            self.admin, self.instance.uuid, self.lease_seconds,
+            owner=lease_owner(self.context.request_id),
             request_id=self.context.request_id,
             fault_message=fault.message if fault else None,
-            stale_after=self.stale_after, current=self.previous_journal)
+            current=self.previous_journal)
         pipeline.claim(self.admin, self.server.cell0, self.instance, CLAIM)
 
     def _move(self):
@@ -111,17 +138,54 @@ class RebuildFromCell0Task(base.TaskBase):
         self.image = pipeline.image_for_build(
             self.context, self.build_request, self.prepared)
         pipeline.reset_request_spec(self.request_spec, self.image)
+        # Glance and Cinder may have taken long: still ours?
+        self._heartbeat()
+        in_transaction = db_api.uses_nova_api_database()
         pipeline.move_to_build_request(
             self.admin, self.build_request, self.server.cell0,
             request_spec=self.request_spec,
-            also=self._journal_in_move_transaction())
-        if self.journal.step != Step.BUILD_REQUEST_WRITTEN:
-            self.journal.advance(Step.BUILD_REQUEST_WRITTEN)
+            also=self._advance_to_written if in_transaction else None)
+        if not in_transaction:
+            try:
+                self._advance_to_written()
+            except LeaseLost:
+                # Written outside the journal's transaction by a move that
+                # no longer holds it: only this move knows, so it takes
+                # its own write back (compare-and-swap) before it stops.
+                pipeline.move_back_to_cell0(self.admin, self.instance.uuid,
+                                            self.server.cell0)
+                raise
 
-    def _journal_in_move_transaction(self):
-        if not db_api.uses_nova_api_database():
-            return None
-        return lambda: self.journal.advance(Step.BUILD_REQUEST_WRITTEN)
+    def _advance_to_written(self):
+        self._fenced(self.journal.advance, Step.BUILD_REQUEST_WRITTEN)
+
+    def _fenced(self, write, *args):
+        """A journal write that proves the lease still holds.
+
+        :raises: LeaseLost when it was taken over; ServerGone when the
+            journal was forgotten because the server was deleted.
+        """
+        try:
+            return write(*args)
+        except exception.JournalConflict:
+            if objects.MoveJournal.get_by_instance_uuid(
+                    self.admin, self.instance.uuid) is None:
+                raise ServerGone()
+            raise LeaseLost(uuid=self.instance.uuid)
+
+    def _heartbeat(self):
+        self._fenced(self.journal.heartbeat)
+
+    def _remove_cell0_rows(self):
+        self._heartbeat()
+        if not pipeline.destroy_cell0_instance(
+                self.admin, self.server.cell0, self.instance,
+                task_state=CLAIM):
+            # The claim is gone: heal released it to fence this move off,
+            # or (nothing else touches a claimed, unmapped row) Nova's
+            # delete removed the row.
+            raise pipeline.MoveConflict(uuid=self.instance.uuid)
+        self._fenced(self.journal.advance, Step.CELL0_ROWS_REMOVED)
 
     def _cast(self):
         record = self.server.record
@@ -130,10 +194,14 @@ class RebuildFromCell0Task(base.TaskBase):
             host=record.requested_host if record else None,
             node=record.requested_hypervisor_hostname if record else None)
         if not pipeline.still_pending(self.admin, self.instance.uuid):
-            # Deleted while it moved: Nova's delete removed the
-            # BuildRequest, so the conductor must not be asked to build it.
+            # No BuildRequest any more: heal took the move over and buried
+            # the server again (the lease says so), or Nova's delete
+            # removed it; either way the conductor must not be asked.
+            self._heartbeat()
             raise ServerGone()
-        self.journal.advance(Step.CASTING)
+        # The last fenced write: a move that lost its lease never casts.
+        self._fenced(self.journal.advance, Step.CASTING)
+        self.cast_attempted = True
         pipeline.schedule_and_build(
             self.context, self.build_request, request_spec, self.image,
             self.prepared.admin_password, self.networks,
@@ -141,34 +209,44 @@ class RebuildFromCell0Task(base.TaskBase):
 
     def _execute(self):
         self._claim()
-        self._move()
-        if not pipeline.destroy_cell0_instance(
-                self.admin, self.server.cell0, self.instance,
-                task_state=CLAIM):
-            # Nothing but this move should touch a claimed, unmapped row.
-            raise pipeline.MoveConflict(uuid=self.instance.uuid)
         try:
-            self.journal.advance(Step.CELL0_ROWS_REMOVED)
+            self._move()
+            self._remove_cell0_rows()
             self._cast()
         except ServerGone:
             # Nothing of a deleted server is kept, its journal neither.
-            self.journal.destroy()
-            return None
-        except exception.JournalConflict:
-            if pipeline.still_pending(self.admin, self.instance.uuid):
-                raise
-            # Deleted while it moved: the delete took the journal too.
             LOG.info('Server %s was deleted while it moved out of cell0',
                      self.instance.uuid)
+            self.journal.destroy()
             return None
-        self.journal.finish(Status.DONE, step=Step.CAST_SENT)
+        self._finish_after_cast()
+        return self.build_request
+
+    def _finish_after_cast(self):
+        """Record the hand-off; the conductor owns the server whatever this
+        write does, so a failure is logged, never undone.
+        """
+        try:
+            self.journal.finish(Status.DONE, step=Step.CAST_SENT)
+        except Exception:
+            LOG.exception('Server %s was handed to the conductor, but its '
+                          'move journal could not record it; the move is '
+                          'not undone', self.instance.uuid)
+            return
         LOG.info('Server %s rebuilt from cell0: handed to the conductor '
                  'for scheduling', self.instance.uuid)
-        return self.build_request
 
     def rollback(self, ex):
         if self.journal is None:
             return  # nothing claimed: another move runs, or never started
+        if self.cast_attempted:
+            self._record_forward_error(ex)
+            return
+        if isinstance(ex, LeaseLost) or not self._still_holds_lease():
+            LOG.warning('The move of server %s out of cell0 was taken over '
+                        '(%s); its new holder finishes or undoes it',
+                        self.instance.uuid, ex)
+            return
         try:
             undo(self.admin, self.server.cell0, self.journal, ex)
         except Exception:
@@ -176,33 +254,50 @@ class RebuildFromCell0Task(base.TaskBase):
                           'cell0; nova-cell0-rebuild-manage heal will',
                           self.instance.uuid)
 
+    def _still_holds_lease(self):
+        try:
+            self.journal.heartbeat()
+        except Exception:
+            # Lost, or the database cannot tell now: either way not ours
+            # to undo; heal takes the lease over once it expires.
+            return False
+        return True
+
+    def _record_forward_error(self, ex):
+        LOG.error('The cast of server %s to the conductor raised %r; the '
+                  'conductor may have it, so the move is not undone: the '
+                  'server stays in BUILD until the conductor places it or '
+                  'the user deletes it', self.instance.uuid, ex)
+        try:
+            self.journal.record_error(
+                'cast raised: %s' % (str(ex) or type(ex).__name__))
+        except Exception:
+            LOG.exception('Could not record the error of the move of '
+                          'server %s', self.instance.uuid)
+
 
 def undo(admin, cell0, journal, ex):
     """Roll back a move that stopped before the conductor got it.
 
-    Used by the task when a step fails, and by heal for a move a crash
-    interrupted. Until the cell0 rows are gone the move is undone (the
-    BuildRequest goes, the mapping points at cell0 again, the claim is
-    released); after that the server is buried in cell0 again from its
-    BuildRequest, as the conductor would have, with its original fault.
+    Used by the task when a step fails while it holds the lease, and by
+    heal once it took the lease of an interrupted move. The cell0 side is
+    fenced first: releasing the claim makes a hard delete by a move that
+    lost its lease find nothing. Then, from what is really there: with the
+    cell0 rows, the move is undone (the BuildRequest goes, the mapping
+    points at cell0 again); without them the server is buried in cell0
+    again from its BuildRequest, as the conductor would have, with its
+    original fault. Every write is a compare-and-swap, so a delete landing
+    meanwhile wins.
     """
     uuid = journal.instance_uuid
-    if journal.step in (Step.CLAIMED, Step.BUILD_REQUEST_WRITTEN):
-        # The journal may lag one step behind: with the plugin's tables
-        # outside the API database, behind the BuildRequest; and when
-        # recording the hard delete failed, behind the cell0 rows.
-        build_request = pipeline.build_request_pending(admin, uuid)
-        if build_request is None:
-            pipeline.release(admin, cell0, uuid, CLAIM)
-        elif nova_servers.get_cell0_instance(admin, cell0, uuid) is None:
-            pipeline.bury_again(admin, cell0, build_request,
-                                journal.fault_message)
-        else:
+    released = pipeline.release(admin, cell0, uuid, CLAIM)
+    has_rows = released or (
+        nova_servers.get_cell0_instance(admin, cell0, uuid) is not None)
+    build_request = pipeline.build_request_pending(admin, uuid)
+    if build_request is not None:
+        if has_rows:
             pipeline.move_back_to_cell0(admin, uuid, cell0)
-            pipeline.release(admin, cell0, uuid, CLAIM)
-    elif journal.step in (Step.CELL0_ROWS_REMOVED, Step.CASTING):
-        build_request = pipeline.build_request_pending(admin, uuid)
-        if build_request is not None:
+        else:
             pipeline.bury_again(admin, cell0, build_request,
                                 journal.fault_message)
     try:

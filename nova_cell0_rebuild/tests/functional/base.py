@@ -12,6 +12,8 @@
 
 """Base class of the functional tests: real Nova 34 in one process."""
 
+import datetime
+
 import fixtures as fixtures_lib
 from nova.conductor import api as conductor_api
 from nova import context as nova_context
@@ -22,8 +24,13 @@ from nova.tests import fixtures as nova_fixtures
 from nova.tests.functional import fixtures as func_fixtures
 from nova.tests.functional import integrated_helpers
 from nova import utils
+from oslo_config import cfg
+from oslo_utils import timeutils
 import sqlalchemy as sa
 
+from nova_cell0_rebuild.db import api as db_api
+from nova_cell0_rebuild.db import models
+from nova_cell0_rebuild.tasks import heal
 from nova_cell0_rebuild.tests.functional import fixtures
 
 
@@ -150,3 +157,26 @@ class Cell0RebuildTestCase(integrated_helpers.InstanceHelperMixin,
             'nova.conductor.api.ComputeTaskAPI.schedule_and_build_instances',
             recording_cast))
         return casts
+
+    @property
+    def lease_seconds(self):
+        return cfg.CONF.cell0_rebuild.move_lease_seconds
+
+    def _expire_move_leases(self, server_id=None):
+        """Let moves' leases run out, as if their holders stopped a day ago.
+
+        Time is not waited for: the journal rows are dated back.
+        """
+        past = timeutils.utcnow() - datetime.timedelta(days=1)
+        with db_api.writer(self.admin_context) as session:
+            query = session.query(models.MoveJournal)
+            if server_id is not None:
+                query = query.filter_by(instance_uuid=server_id)
+            query.update({'updated_at': past, 'lease_expires_at': past},
+                         synchronize_session=False)
+
+    def _heal_after_restart(self, server_id=None):
+        """What heal does once the interrupted moves' leases ran out."""
+        self._expire_move_leases(server_id)
+        return heal.heal(self.admin_context, self.lease_seconds,
+                         instance_uuid=server_id)

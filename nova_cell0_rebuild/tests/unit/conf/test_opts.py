@@ -37,6 +37,7 @@ class TestOptions(base.BaseTestCase):
                           'quota'], group.enabled_gates)
         self.assertFalse(group.allow_unrecorded)
         self.assertIsNone(group.connection)
+        self.assertEqual(300, group.move_lease_seconds)
 
     def test_min_microversion_must_look_like_one(self):
         for value in ('2.65', '2.0', '2.104'):
@@ -48,6 +49,12 @@ class TestOptions(base.BaseTestCase):
                               'min_microversion', value,
                               group='cell0_rebuild')
 
+    def test_move_lease_is_bounded(self):
+        for value in (9, 86401):
+            self.assertRaises(ValueError, self.conf.set_override,
+                              'move_lease_seconds', value,
+                              group='cell0_rebuild')
+
     def test_list_opts_names_every_option(self):
         listed = opts.list_opts()
         self.assertEqual(1, len(listed))
@@ -55,7 +62,8 @@ class TestOptions(base.BaseTestCase):
         self.assertEqual('cell0_rebuild', group.name)
         self.assertEqual(
             {'min_microversion', 'enabled_gates', 'allow_unrecorded',
-             'connection'}, {opt.name for opt in options})
+             'move_lease_seconds', 'connection'},
+            {opt.name for opt in options})
         self.assertTrue(all(opt.help.strip() for opt in options))
 
     def test_connection_is_secret(self):
