@@ -170,7 +170,8 @@ class Cell0Commands(object):
         results = heal_task.heal(self.context, lease_seconds,
                                  instance_uuid=instance)
         self._print(_table(['UUID', 'Interrupted at', 'Outcome'], results))
-        if any(outcome in (heal_task.LEFT_ALONE, heal_task.ALIVE)
+        if any(outcome not in (heal_task.DELETED, heal_task.DONE,
+                               heal_task.ROLLED_BACK)
                for _, _, outcome in results):
             return ATTENTION
         return SUCCESS

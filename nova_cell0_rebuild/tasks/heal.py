@@ -62,6 +62,7 @@ DELETED = 'deleted'
 DONE = 'done'
 ROLLED_BACK = 'rolled back'
 LEFT_ALONE = 'left alone: the cast may have been sent'
+FAILED = 'failed, retried by the next heal: %s'
 
 
 def heal_owner():
@@ -94,8 +95,12 @@ def heal_move(context, journal, lease_seconds):
         outcome = DELETED
     elif mapping.cell_mapping is not None and not nova_servers.is_cell0(
             mapping.cell_mapping):
-        journal.finish(Status.DONE)
-        outcome = DONE
+        try:
+            journal.finish(Status.DONE)
+            outcome = DONE
+        except exception.JournalConflict:
+            # Forgotten with its server, deleted since it was mapped.
+            outcome = DELETED
     elif journal.step == Step.CASTING and mapping.cell_mapping is None:
         # Burying it again would make the conductor, if it got the cast
         # late, delete the mapping of a server that then lives in cell0.
@@ -118,6 +123,14 @@ def heal(context, lease_seconds, instance_uuid=None):
     for journal in objects.MoveJournal.list_expired(
             context, lease_seconds, instance_uuid=instance_uuid):
         step = journal.step
-        results.append((journal.instance_uuid, step,
-                        heal_move(context, journal, lease_seconds)))
+        try:
+            outcome = heal_move(context, journal, lease_seconds)
+        except Exception as exc:
+            # One server that cannot be healed now (its cell down, say)
+            # must not stop the others; its lease expires again and the
+            # next heal retries from what it then finds.
+            LOG.exception('Could not heal the move of server %s out of '
+                          'cell0', journal.instance_uuid)
+            outcome = FAILED % (str(exc) or type(exc).__name__)
+        results.append((journal.instance_uuid, step, outcome))
     return results

@@ -299,3 +299,37 @@ class HealNeedsAuthorizationTest(_LeaseTestBase):
         self.assertEqual(202, resp.status, resp.body)
         self._wait_for_state_change(server, 'ACTIVE')
         self.assertEqual('cell1', self._assert_exists_once(server['id']))
+
+
+class HealOneAtATimeTest(_LeaseTestBase):
+    """A move heal cannot finish now does not stop it healing the others."""
+
+    def test_a_failing_heal_leaves_the_others_healed(self):
+        def die():
+            raise SimulatedCrash()
+        servers = []
+        for _ in range(2):
+            server = self._buried_with_room()
+            with self._inject('destroy_cell0_instance', die):
+                self.assertRaises(SimulatedCrash, self._rebuild,
+                                  server['id'])
+            servers.append(server)
+        broken, healthy = servers
+        real_release = pipeline.release
+
+        def release(context, cell0, uuid, task_state):
+            if uuid == broken['id']:
+                raise RuntimeError('cell0 is down')
+            return real_release(context, cell0, uuid, task_state)
+        with test_move_faults.fixtures.MonkeyPatch(PIPELINE_RELEASE,
+                                                   release):
+            healed = dict((uuid, outcome) for uuid, _, outcome in
+                          self._heal_after_restart())
+        self.assertEqual(heal.ROLLED_BACK, healed[healthy['id']])
+        self.assertEqual(heal.FAILED % 'cell0 is down', healed[broken['id']])
+        self.assertEqual('cell0', self._assert_exists_once(healthy['id']))
+        # Once cell0 answers again, the next heal finishes it.
+        self.assertEqual(
+            [(broken['id'], fields.MoveStep.BUILD_REQUEST_WRITTEN,
+              heal.ROLLED_BACK)], self._heal_after_restart())
+        self.assertEqual('cell0', self._assert_exists_once(broken['id']))
