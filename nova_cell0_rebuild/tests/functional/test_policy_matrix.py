@@ -226,6 +226,10 @@ class PolicyMatrixTest(base.Cell0RebuildTestCase):
         self._start_compute('host1')
         accepted = self._column('rebuild locked', [locked], ['is locked'])
         self.assertEqual([locked['id']], [s['id'] for s in accepted])
+        # The first refusal writes the personality marker (its one write,
+        # see test_personality_marker); after it no caller changes a thing.
+        self.assertEqual(409, self._rebuild(with_files['id'],
+                                            api=self.admin_api).status)
         self._column('rebuild personality', [with_files],
                      ['created with personality files'])
         self._column('rebuild unknown uuid',

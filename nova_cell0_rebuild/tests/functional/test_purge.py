@@ -146,10 +146,7 @@ class PurgeTest(base.Cell0RebuildTestCase):
         self.assertEqual([], self._records())
 
     def test_pending_record_of_no_server_is_deleted(self):
-        with self._break_accept():
-            self._create_buried_server()
-        self._delete_server(self.api.get_servers()[0])
-        self._age_records()
+        self._pending_record_of_a_deleted_server()
         (request_id,) = [r.request_id for r in objects.CreateRecord.list_page(
             self.admin_context)]
         result = purge_ops.purge(self.admin_context)
@@ -192,29 +189,40 @@ class PurgeTest(base.Cell0RebuildTestCase):
             session.query(models.CreateRecord).update(
                 values, synchronize_session=False)
 
-    def test_a_record_removed_meanwhile_is_not_reported(self):
-        self._start_compute('host1')
-        self._wait_for_state_change(
-            self.api.post_server({'server': self._build_server(
-                image_uuid=self.image_id, networks='none')}), 'ACTIVE')
+    def _after_records_read(self, change):
+        """Run *change* right after purge read a page of create records."""
+        real = objects.CreateRecord.list_page
 
-        def delete_records():
-            with db_api.writer(self.admin_context) as session:
-                session.query(models.CreateRecord).delete()
-        self._meanwhile('still_in_cell0_or_building', delete_records)
-        self.assertEqual([], purge_ops.purge(
-            self.admin_context)['create_records'])
+        def read(*args, **kwargs):
+            page = real(*args, **kwargs)
+            change()
+            return page
+        self.useFixture(fixtures.MockPatchObject(
+            objects.CreateRecord, 'list_page', side_effect=read))
 
-    def test_a_record_completed_meanwhile_is_kept(self):
+    def _pending_record_of_a_deleted_server(self):
         with self._break_accept():
             server = self._create_buried_server()
         self._delete_server(server)
         self._age_records()
+        return server
+
+    def test_a_record_removed_meanwhile_is_not_reported(self):
+        self._pending_record_of_a_deleted_server()
+
+        def delete_records():
+            with db_api.writer(self.admin_context) as session:
+                session.query(models.CreateRecord).delete()
+        self._after_records_read(delete_records)
+        self.assertEqual([], purge_ops.purge(
+            self.admin_context)['create_records'])
+
+    def test_a_record_completed_meanwhile_is_kept(self):
+        server = self._pending_record_of_a_deleted_server()
         # The create's own nova-api completes it after all.
-        self._meanwhile('project_build_request_between',
-                        lambda: self._write_records(
-                            status='accepted', instance_uuid=server['id'],
-                            updated_at=timeutils.utcnow()))
+        self._after_records_read(lambda: self._write_records(
+            status='accepted', instance_uuid=server['id'],
+            updated_at=timeutils.utcnow()))
         self.assertEqual([], purge_ops.purge(
             self.admin_context)['create_records'])
         self.assertEqual([('accepted', server['id'], None)], self._records())
