@@ -77,3 +77,28 @@ def create_request_ids(context, cell0, instance_uuids):
                 action.instance_uuid.in_(list(instance_uuids)),
                 action.action == 'create', action.deleted == 0).all()
     return {row.instance_uuid: row.request_id for row in rows}
+
+
+def servers_created_by(context, cell0, request_id):
+    """The live cell0 servers whose ``create`` action carries *request_id*.
+
+    Nova writes that action, with the create request's id, when it buries
+    a server in cell0 (every sibling of a multi-create gets one). Nova
+    indexes ``instance_actions.request_id`` (``request_id_idx``), so this is
+    one indexed query whatever the size of cell0.
+
+    :returns: [(instance uuid, reservation id)], in launch order.
+    """
+    action = main_models.InstanceAction
+    instance = main_models.Instance
+    with nova_context.target_cell(context, cell0) as cctxt:
+        with main_db_api.get_context_manager(cctxt).reader.using(
+                cctxt) as session:
+            rows = session.query(
+                instance.uuid, instance.reservation_id).join(
+                action, action.instance_uuid == instance.uuid).filter(
+                action.request_id == request_id,
+                action.action == 'create', action.deleted == 0,
+                instance.deleted == 0).order_by(
+                    instance.launch_index, instance.uuid).all()
+    return [(row.uuid, row.reservation_id) for row in rows]

@@ -12,23 +12,19 @@
 
 """Adapter for where Nova keeps a server: mappings, build requests, cells."""
 
-import time
-
 from nova import context as nova_context
+from nova.db.api import api as api_db_api
+from nova.db.api import models as api_models
+from nova.db.main import api as main_db_api
+from nova.db.main import models as main_models
 from nova import exception as nova_exception
 from nova import objects as nova_objects
 from nova.objects import cell_mapping
-from nova import thread_pool_factory
 from oslo_log import log as logging
 
 from nova_cell0_rebuild import exception
 
 LOG = logging.getLogger(__name__)
-
-# How long a marker follow-up waits for a new server to leave its build
-# request for a cell (cell0 after a failed schedule, a real cell otherwise).
-_FOLLOW_UP_TIMEOUT = 120.0
-_FOLLOW_UP_MAX_INTERVAL = 2.0
 
 CELL0_UUID = cell_mapping.CellMapping.CELL0_UUID
 
@@ -84,87 +80,22 @@ def get_reservation_id(context, instance_uuid):
 
 def set_cell_system_metadata(context, cell_mapping, instance_uuid, key,
                              value):
-    """Set a system_metadata key on a server's instance in one cell."""
-    with nova_context.target_cell(context, cell_mapping) as cctxt:
-        try:
-            instance = nova_objects.Instance.get_by_uuid(
-                cctxt, instance_uuid, expected_attrs=['system_metadata'])
-        except nova_exception.InstanceNotFound:
-            return False
-        if instance.system_metadata.get(key) == value:
-            return True
-        instance.system_metadata[key] = value
-        instance.save()
-        return True
+    """Set a system_metadata key on a live instance in one cell.
 
-
-def _watch(context, instance_uuids, on_placed, timeout, first=None):
-    if first is not None:
-        try:
-            first()
-        except Exception:
-            LOG.exception('Follow-up of instances %s failed to start',
-                          ', '.join(instance_uuids))
-    pending = list(instance_uuids)
-    deadline = time.monotonic() + timeout
-    # A build takes a few hundred milliseconds at best: polling sooner
-    # only costs nova-api queries.
-    interval = 0.2
-    while pending and time.monotonic() < deadline:
-        time.sleep(interval)
-        interval = min(interval * 2, _FOLLOW_UP_MAX_INTERVAL)
-        for instance_uuid in list(pending):
-            try:
-                mapping = get_mapping(context, instance_uuid)
-                if mapping is None or mapping.queued_for_delete:
-                    pending.remove(instance_uuid)  # deleted meanwhile
-                elif mapping.cell_mapping is not None:
-                    pending.remove(instance_uuid)
-                    on_placed(context, instance_uuid, mapping.cell_mapping)
-            except Exception:
-                LOG.exception('Follow-up of instance %s failed',
-                              instance_uuid)
-                if instance_uuid in pending:
-                    pending.remove(instance_uuid)
-    if pending:
-        LOG.warning('Instances %s did not reach a cell within %d seconds; '
-                    'their follow-up was given up.', ', '.join(pending),
-                    timeout)
-
-
-_WATCHES = []
-
-
-def when_placed(context, instance_uuids, on_placed,
-                timeout=_FOLLOW_UP_TIMEOUT, first=None):
-    """Call ``on_placed(context, uuid, cell_mapping)`` once Nova placed each.
-
-    A server being built lives in a BuildRequest until the conductor puts
-    it in a cell: cell0 when it could not be scheduled, a real cell
-    otherwise. This waits for that in the background, on Nova's default
-    executor, and gives up after *timeout* seconds.
-
-    :param first: called before that, in the background too (an error is
-        logged and the follow-up goes on).
+    Only the key's row is written, in one transaction: the instance row
+    and its ``updated`` stay as they are, so that a refused request shows
+    no change. :returns: False if the instance is gone.
     """
-    future = thread_pool_factory.spawn(
-        _watch, context, list(instance_uuids), on_placed, timeout,
-        first=first)
-    _WATCHES[:] = [w for w in _WATCHES if not w.done()] + [future]
-    return future
-
-
-def wait_for_watches(timeout):
-    """Wait for the background follow-ups still running (for tests)."""
-    deadline = time.monotonic() + timeout
-    for future in list(_WATCHES):
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            break
-        try:
-            future.result(timeout=remaining)
-        except Exception:
-            pass
+    with nova_context.target_cell(context, cell_mapping) as cctxt:
+        with main_db_api.get_context_manager(cctxt).writer.using(
+                cctxt) as session:
+            live = session.query(main_models.Instance.id).filter_by(
+                uuid=instance_uuid, deleted=0).first()
+            if live is None:
+                return False
+            main_db_api.instance_system_metadata_update(
+                cctxt, instance_uuid, {key: value}, False)
+    return True
 
 
 def is_cell0(cell_mapping):
@@ -245,3 +176,18 @@ def policy_target(context, mapping):
                 instance_id=mapping.instance_uuid).format_message())
     return {'project_id': mapping.project_id,
             'user_id': mapping.user_id}
+
+
+@api_db_api.context_manager.reader
+def project_build_request_between(context, project_id, start, end):
+    """Whether a BuildRequest of the project was written in [start, end].
+
+    For a create whose record never learnt its server: a BuildRequest
+    written while its request ran may be that server, still waiting for
+    the conductor. One query on ``build_requests_project_id_idx``; nothing
+    is deserialized.
+    """
+    request = api_models.BuildRequest
+    return context.session.query(request.id).filter(
+        request.project_id == project_id, request.created_at >= start,
+        request.created_at <= end).first() is not None

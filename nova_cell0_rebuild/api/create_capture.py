@@ -14,15 +14,14 @@
 
 The record is written *before* Nova handles ``POST /servers``, so that no
 server can exist without the plugin knowing whether it was created with
-personality files. Nova's answer then decides its fate: 202 completes it,
-anything else deletes it.
+personality files. Nova's answer then decides its fate, within the same
+request: 202 completes it, anything else deletes it.
 """
 
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
 
 from nova_cell0_rebuild.adapters import nova_servers
-from nova_cell0_rebuild.api import record_keeping
 from nova_cell0_rebuild import objects
 
 LOG = logging.getLogger(__name__)
@@ -97,38 +96,45 @@ def _creates_one(server):
 
 
 def complete(record, resp, single=False):
-    """Complete the record after Nova accepted the create.
+    """Complete the record after Nova accepted the create, in the request.
 
-    (For a one-server create, in the background after Nova's answer.)
-    Then follow the new servers: those created with personality files get
-    the system_metadata marker once Nova put them in a cell, and the record
-    goes once they all landed in a real cell. Best effort: Nova has already
-    created the server, so a failure here is logged and never changes
-    Nova's answer; the record stays and is found by the create action's
-    request id.
+    One UPDATE for a one-server create: the instance uuid is in Nova's 202
+    body. A multi-create also names the reservation its siblings share.
+    Nothing is left to run after Nova's answer: the personality marker is
+    written by the ``personality`` gate when it refuses the server, and
+    ``purge`` deletes the record once every server landed in a real cell.
+    Best effort: Nova has already created the server, so a failure is
+    logged and never changes Nova's answer; the record stays pending and
+    is found by the request id of the server's ``create`` action (purge
+    completes it from there).
     """
-    context = record._context.elevated()
     try:
         instance_uuid, reservation_id = _created(resp)
-        if single and instance_uuid is not None:
-            # The common case, kept cheap: one server, found by its uuid
-            # once accepted in the background after Nova's answer (until
-            # then, by the request id of its create action).
-            record_keeping.follow(context, record, [instance_uuid],
-                                  accept_uuid=instance_uuid)
-            return
-        if reservation_id is None and instance_uuid is not None:
+        if (not single and reservation_id is None and
+                instance_uuid is not None):
             # Siblings of a multi-create share the reservation id; the
             # response only names the first server.
             reservation_id = nova_servers.get_reservation_id(
-                context, instance_uuid)
+                record._context.elevated(), instance_uuid)
         record.accept(instance_uuid=instance_uuid,
                       reservation_id=reservation_id)
-        record_keeping.follow(
-            context, record, record_keeping.servers_of(context, record))
     except Exception:
         LOG.exception('Could not complete the create record of request %s',
                       record.request_id)
+
+
+def _forget(record, status):
+    """Delete the record of a create Nova did not make; never raises.
+
+    Nova's own answer must reach the client whatever our database does: a
+    record left behind is pending, names no server and is deleted by purge.
+    """
+    try:
+        record.destroy()
+    except Exception:
+        LOG.exception('Could not delete the create record of request %s '
+                      '(Nova answered %s); purge will remove it',
+                      record.request_id, status)
 
 
 def capture(req, application, context, request_id, microversion):
@@ -151,10 +157,10 @@ def capture(req, application, context, request_id, microversion):
     try:
         resp = req.get_response(application)
     except Exception:
-        record.destroy()
+        _forget(record, 'with an exception')
         raise
     if resp.status_int == 202:
         complete(record, resp, single=_creates_one(server))
     else:
-        record.destroy()
+        _forget(record, resp.status_int)
     return resp

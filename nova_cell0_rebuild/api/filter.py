@@ -66,6 +66,14 @@ class Cell0RebuildFilter(object):
         request_id = req.environ.get('openstack.request_id')
         version = nova_api.requested_version(
             req, legacy_v2=self._is_legacy_v2(req))
+        if context is not None and request_id is None:
+            # Nothing to key the record by (compute_req_id missing from
+            # the pipeline): a rebuild of the server is refused later for
+            # want of a record, so say why now.
+            LOG.warning('Server create %s passes to Nova unrecorded: no '
+                        'openstack.request_id in the request environment; '
+                        'cell0_rebuild must come after compute_req_id in '
+                        'api-paste.ini', context.request_id)
         if context is None or request_id is None or version is None:
             # No context: the filter is misplaced, Nova answers 401 itself.
             # No version: Nova rejects the header itself.

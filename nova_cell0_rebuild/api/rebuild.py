@@ -29,7 +29,6 @@ from nova_cell0_rebuild.adapters import nova_api
 from nova_cell0_rebuild.adapters import nova_compute
 from nova_cell0_rebuild.adapters import nova_create_pipeline
 from nova_cell0_rebuild.adapters import nova_servers
-from nova_cell0_rebuild.api import record_keeping
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild import gates
 from nova_cell0_rebuild.gates import base as gates_base
@@ -238,9 +237,6 @@ class RebuildFromCell0(object):
                 rebuild_from_cell0.LeaseLost,
                 exception.MoveInProgress, exception.MoveInterrupted):
             raise exception.RequestRefused(409, _IN_PROGRESS % server_id)
-        if server.record is not None:
-            # Kept while the server may be buried again; gone once landed.
-            record_keeping.follow(admin, server.record, [server.uuid])
         return Rebuilt(prepared, build_request)
 
     def _heal_then_reload(self, context, journal):

@@ -14,9 +14,11 @@
 
 A record is needed while any server of its create waits in cell0 or in a
 BuildRequest: such a server may be buried (again) and rebuilt. Once each of
-them landed in a real cell or was deleted, the record is deleted. Following
-a server until Nova places it happens in the background, bounded in time;
-``nova-cell0-rebuild-manage purge`` removes what a follow-up missed.
+them landed in a real cell or was deleted, the record can go. A DELETE of
+the last such server deletes it in its request; nothing waits for a server
+to land (no request may leave work behind), so
+``nova-cell0-rebuild-manage purge``, run periodically, removes the records
+of servers that landed.
 """
 
 from oslo_log import log as logging
@@ -24,7 +26,6 @@ from oslo_log import log as logging
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild import objects
-from nova_cell0_rebuild import system_metadata
 
 LOG = logging.getLogger(__name__)
 
@@ -52,35 +53,6 @@ def forget_if_placed(context, record):
     LOG.debug('Create record of request %s deleted: its servers landed or '
               'are gone', record.request_id)
     return True
-
-
-def follow(context, record, instance_uuids, accept_uuid=None):
-    """Follow the servers of a create or a rebuild until Nova places them.
-
-    Each server placed anywhere (cell0 included) gets the personality
-    marker if its create had personality files; once a server lands in a
-    real cell the record is deleted if none of its servers still waits.
-
-    :param accept_uuid: first accept the record for this server, in the
-        background too, so that Nova's answer does not wait for it.
-    """
-    mark = record.created_with_personality_files
-
-    def on_placed(ctxt, instance_uuid, cell_mapping):
-        if mark:
-            nova_servers.set_cell_system_metadata(
-                ctxt, cell_mapping, instance_uuid,
-                system_metadata.CREATED_WITH_PERSONALITY_FILES,
-                system_metadata.TRUE)
-        if not nova_servers.is_cell0(cell_mapping):
-            forget_if_placed(ctxt, record)
-
-    def accept():
-        record.accept(instance_uuid=accept_uuid)
-
-    return nova_servers.when_placed(
-        context, instance_uuids, on_placed,
-        first=accept if accept_uuid is not None else None)
 
 
 def record_of_server(context, instance_uuid):

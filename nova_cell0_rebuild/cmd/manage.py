@@ -198,7 +198,12 @@ class Cell0Commands(object):
     @args('--dry-run', action='store_true',
           help='Only print what would be deleted.')
     def purge(self, before=None, dry_run=False):
-        """Delete records and journals of servers that landed or are gone."""
+        """Delete records and journals of servers that landed or are gone.
+
+        Pending create records whose servers are in cell0 are completed,
+        not deleted. Run it periodically (e.g. daily from cron): nothing
+        else deletes the record of a server that landed in a real cell.
+        """
         cutoff = (datetime.datetime.fromisoformat(before) if before
                   else timeutils.utcnow())
         result = purge_ops.purge(self.context, before=cutoff,
@@ -211,6 +216,12 @@ class Cell0Commands(object):
             self._print('  create record %s' % request_id)
         for uuid in result['move_journal']:
             self._print('  move journal of %s' % uuid)
+        if result['accepted_create_records']:
+            self._print('%s %d pending create records of servers in cell0.'
+                        % ('Would complete' if dry_run else 'Completed',
+                           len(result['accepted_create_records'])))
+        for request_id in result['accepted_create_records']:
+            self._print('  create record %s' % request_id)
         return SUCCESS
 
 

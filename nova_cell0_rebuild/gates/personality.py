@@ -32,7 +32,10 @@ class PersonalityGate(base.Gate):
     """Refuse a server created with personality files (before 2.57).
 
     Known from the create record or from the system_metadata marker; the
-    marker is written onto the cell0 instance when only the record knew.
+    record alone is enough. The marker is written onto the cell0 instance
+    when only the record knew: this refusal is the one place that writes
+    it (nothing runs after a create to write it at burial), once per
+    server, and never from a read-only view.
     """
 
     def check(self, server, rebuild):

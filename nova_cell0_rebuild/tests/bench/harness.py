@@ -38,7 +38,6 @@ from placement import db_api as placement_db_api
 import sqlalchemy as sa
 import webob
 
-from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild.tests.bench import sql
 from nova_cell0_rebuild.tests.functional import fixtures
 
@@ -242,8 +241,7 @@ class Harness(integrated_helpers.InstanceHelperMixin, test.TestCase):
         return reached
 
     def settle(self, quiet=0.15, timeout=60.0):
-        """Wait for our follow-ups and for every database to go quiet."""
-        nova_servers.wait_for_watches(timeout)
+        """Wait for every database to go quiet."""
         deadline = time.monotonic() + timeout
         while (self.counter.quiet_for() < quiet and
                time.monotonic() < deadline):

@@ -24,7 +24,6 @@ from nova.tests import fixtures as nova_fixtures
 from oslo_config import cfg
 
 import nova_cell0_rebuild
-from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild import conf as plugin_conf
 from nova_cell0_rebuild.db import api as db_api
 from nova_cell0_rebuild.db import migration
@@ -96,6 +95,3 @@ class Cell0RebuildFixture(fixtures.Fixture):
             self.useFixture(nova_fixtures.ConfPatcher(
                 group='cell0_rebuild', **self.conf_overrides))
         migration.db_sync(db_api.get_engine())
-        # Follow-ups of servers run on Nova's executor, which the harness
-        # checks for leaked greenthreads after each test: let them finish.
-        self.addCleanup(nova_servers.wait_for_watches, 30)

@@ -13,10 +13,12 @@
 """The create flow on real Nova: what the filter records for each create."""
 
 import base64
-import time
 
+import fixtures
 from nova.tests.functional.api import client as api_client
 from nova import utils
+from oslo_db import exception as db_exc
+import webob.dec
 
 from nova_cell0_rebuild.db import api as db_api
 from nova_cell0_rebuild.db import models
@@ -54,15 +56,7 @@ class CreateCaptureTest(base.Cell0RebuildTestCase):
         with db_api.reader(self.admin_context) as session:
             return session.query(models.CreateRecord).all()
 
-    def _wait_for_marker(self, server_id, timeout=10.0):
-        deadline = time.monotonic() + timeout
-        while True:
-            sysmeta = self._cell0_instance(server_id).system_metadata
-            if MARKER in sysmeta or time.monotonic() > deadline:
-                return sysmeta
-            time.sleep(0.05)
-
-    def test_personality_create_buried_in_cell0_is_recorded_and_marked(self):
+    def test_personality_create_buried_in_cell0_is_recorded(self):
         server = self._post('2.1', personality=_personality(2))
         server = self._wait_for_state_change(server, 'ERROR')
         self.assertIn('No valid host', server['fault']['message'])
@@ -82,8 +76,10 @@ class CreateCaptureTest(base.Cell0RebuildTestCase):
         # One server: it is found by its uuid; only a multi-create's record
         # carries the reservation its siblings share.
         self.assertIsNone(record.reservation_id)
-        self.assertEqual('True',
-                         self._wait_for_marker(server['id']).get(MARKER))
+        # Settled when the 202 went out; nothing is written after it (the
+        # marker comes with the first refusal of a rebuild).
+        self.assertNotIn(MARKER,
+                         self._cell0_instance(server['id']).system_metadata)
 
     def test_create_without_personality_records_zero_and_no_marker(self):
         server = self._post('2.57')
@@ -123,6 +119,42 @@ class CreateCaptureTest(base.Cell0RebuildTestCase):
         self.assertEqual(400, ex.response.status_code)
         self.assertEqual([], self._all_records())
 
+    def _rejected_create(self):
+        server = self._build_server(networks=self._networks())
+        server['flavorRef'] = 'no-such-flavor'
+        return self.api.api_post('/servers', {'server': server},
+                                 check_response_status=False)
+
+    def test_nova_refusal_reaches_the_client_when_the_record_db_blips(self):
+        plain = self._rejected_create()
+        self.assertEqual([], self._all_records())
+
+        def broken(context, record_id):
+            raise db_exc.DBConnectionError('the create records DB blipped')
+        self.useFixture(fixtures.MockPatchObject(
+            objects.CreateRecord, '_destroy_in_db', side_effect=broken))
+        blipped = self._rejected_create()
+        self.assertEqual((400, plain.body), (blipped.status, blipped.body))
+        self.assertIn('Could not delete the create record of request',
+                      self.stdlog.logger.output)
+        # Left pending, naming no server: purge removes it after the grace.
+        self.assertEqual([('pending', None)],
+                         [(r.status, r.instance_uuid)
+                          for r in self._all_records()])
+
+    def test_create_without_request_id_is_logged(self):
+        @webob.dec.wsgify
+        def no_request_id(middleware, req):
+            return req.get_response(middleware.application)
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.api.compute_req_id.ComputeReqIdMiddleware.__call__',
+            no_request_id))
+        server = self._post('2.1')
+        self._wait_for_state_change(server, 'ERROR')
+        self.assertEqual([], self._all_records())
+        self.assertIn('passes to Nova unrecorded: no openstack.request_id',
+                      self.stdlog.logger.output)
+
     def test_personality_at_2_57_is_rejected_by_nova_and_not_recorded(self):
         ex = self.assertRaises(api_client.OpenStackApiException,
                                self._post, '2.57',
@@ -141,8 +173,6 @@ class CreateCaptureTest(base.Cell0RebuildTestCase):
         for sibling in siblings:
             self._wait_for_state_change(sibling, 'ERROR')
             self.assertEqual(record.id, self._record(sibling['id']).id)
-            self.assertEqual(
-                'True', self._wait_for_marker(sibling['id']).get(MARKER))
         self.assertEqual(1, len(self._all_records()))
         self.assertEqual(1, record.personality_files)
 

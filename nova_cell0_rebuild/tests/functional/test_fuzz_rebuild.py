@@ -75,7 +75,6 @@ from oslo_serialization import jsonutils
 from testtools import content
 import webob
 
-from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild.db import api as db_api
 from nova_cell0_rebuild.db import models
 from nova_cell0_rebuild.tests.functional import base
@@ -541,7 +540,6 @@ class _FuzzTestCase(base.Cell0RebuildTestCase):
         deadline = time.monotonic() + timeout
         previous = None
         while time.monotonic() < deadline:
-            nova_servers.wait_for_watches(timeout)
             try:
                 state = self._state(server_id)
             except nova_exception.InstanceNotFound:

@@ -80,6 +80,9 @@ class ManageTest(base.Cell0RebuildTestCase):
         code, out = self._manage('list', rebuildable='no',
                                  project=self.api.project_id)
         self.assertIn(personality['id'], out)
+        self.assertNotIn('created_with_personality_files',
+                         self._cell0_instance(
+                             personality['id']).system_metadata)
         self.assertNotIn(ok['id'], out)
         self.assertNotIn(other['id'], out)
 
@@ -120,12 +123,14 @@ class ManageTest(base.Cell0RebuildTestCase):
         code, out = self._manage('heal', older_than=0)
         self.assertEqual(0, code)
         self.assertNotIn(server['id'], out)
+        # The record of a server that landed is left to purge: nothing
+        # runs after a request to delete it, so nothing is racing here.
         code, out = self._manage('purge', dry_run=True)
-        self.assertIn('Would delete 0 create records and 1 move journal',
+        self.assertIn('Would delete 1 create records and 1 move journal',
                       out)
         self.assertIn(server['id'], out)
         code, out = self._manage('purge')
-        self.assertIn('Deleted 0 create records and 1 move journal', out)
+        self.assertIn('Deleted 1 create records and 1 move journal', out)
         code, out = self._manage('purge')
         self.assertIn('Deleted 0 create records and 0 move journal', out)
 

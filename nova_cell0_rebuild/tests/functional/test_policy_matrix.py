@@ -33,7 +33,6 @@ from nova.tests.functional.api import client as api_client
 from oslo_utils import uuidutils
 from testtools import content
 
-from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild.policies import rebuild as rebuild_policies
 from nova_cell0_rebuild.tests.functional import base
 
@@ -129,10 +128,7 @@ class PolicyMatrixTest(base.Cell0RebuildTestCase):
             self.api.microversion = microversion
             created.append(self.api.post_server({'server': body}))
             self.api.microversion = 'latest'
-        buried = [self._wait_for_state_change(s, 'ERROR') for s in created]
-        # The create follow-ups (personality marker) are done.
-        nova_servers.wait_for_watches(30)
-        return buried
+        return [self._wait_for_state_change(s, 'ERROR') for s in created]
 
     def _untouched(self, server):
         return (self.admin_api.get_server(server['id'])['updated'],
@@ -230,6 +226,10 @@ class PolicyMatrixTest(base.Cell0RebuildTestCase):
         self._start_compute('host1')
         accepted = self._column('rebuild locked', [locked], ['is locked'])
         self.assertEqual([locked['id']], [s['id'] for s in accepted])
+        # The first refusal writes the personality marker (its one write,
+        # see test_personality_marker); after it no caller changes a thing.
+        self.assertEqual(409, self._rebuild(with_files['id'],
+                                            api=self.admin_api).status)
         self._column('rebuild personality', [with_files],
                      ['created with personality files'])
         self._column('rebuild unknown uuid',

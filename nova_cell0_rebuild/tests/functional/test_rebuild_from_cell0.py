@@ -23,6 +23,7 @@ from nova import utils
 from nova_cell0_rebuild.tests.functional import base
 
 CELL0 = '00000000-0000-0000-0000-000000000000'
+MARKER = 'created_with_personality_files'
 
 # What a server looks like in the API, minus what a build changes.
 _BUILD_FIELDS = {
@@ -188,6 +189,10 @@ class RebuildScenariosTest(base.Cell0RebuildTestCase):
         server = self._create_buried_server(
             microversion='2.1', personality=personality,
             networks=[{'uuid': self.neutron.network_1['id']}])
+        # Nothing runs after Nova's answer: no marker yet, and none can
+        # land while the rows are counted.
+        self.assertNotIn(MARKER, self._cell0_instance(
+            server['id']).system_metadata)
         rows = self._cell0_rows(server['id'])
         self._start_compute('host1')
         resp = self._rebuild(server['id'])
@@ -197,7 +202,16 @@ class RebuildScenariosTest(base.Cell0RebuildTestCase):
         self.assertIn("created in a way that cannot support this request",
                       message)
         self.assertIn('Delete it and create it again', message)
-        self._assert_untouched(server, rows)
+        # The refusal wrote the marker (one system_metadata row) and
+        # nothing else.
+        marked = dict(rows, instance_system_metadata=rows[
+            'instance_system_metadata'] + 1)
+        self._assert_untouched(server, marked)
+        self.assertEqual('True', self._cell0_instance(
+            server['id']).system_metadata[MARKER])
+        # Refused again; the marker is not written twice.
+        self.assertEqual(409, self._rebuild(server['id']).status)
+        self._assert_untouched(server, marked)
 
     def test_boot_from_volume(self):
         volume = nova_fixtures.CinderFixture.IMAGE_BACKED_VOL

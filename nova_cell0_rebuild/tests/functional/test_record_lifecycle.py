@@ -10,29 +10,37 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""A create record lives while its servers may need a rebuild from cell0."""
+"""A create record lives while its servers may need a rebuild from cell0.
 
-from nova_cell0_rebuild.adapters import nova_servers
+Everything is settled within the requests (create, rebuild, delete) and by
+purge: no background work, so nothing to wait for.
+"""
+
 from nova_cell0_rebuild.db import api as db_api
 from nova_cell0_rebuild.db import models
+from nova_cell0_rebuild.operations import purge as purge_ops
 from nova_cell0_rebuild.tests.functional import base
 
 
 class RecordLifecycleTest(base.Cell0RebuildTestCase):
 
     def _records(self):
-        # Follow-ups run in the background: let them finish first.
-        nova_servers.wait_for_watches(10)
         with db_api.reader(self.admin_context) as session:
             return [(r.status, r.instance_uuid) for r in
                     session.query(models.CreateRecord).all()]
 
-    def test_create_that_lands_forgets_its_record(self):
+    def _purge(self):
+        return purge_ops.purge(self.admin_context)['create_records']
+
+    def test_create_that_lands_is_forgotten_by_purge(self):
         self._start_compute('host1')
         server = self._build_server(image_uuid=self.image_id,
                                     networks='none')
         server = self.api.post_server({'server': server})
         self._wait_for_state_change(server, 'ACTIVE')
+        # Accepted within the create request, kept until purge.
+        self.assertEqual([('accepted', server['id'])], self._records())
+        self.assertEqual(1, len(self._purge()))
         self.assertEqual([], self._records())
 
     def test_kept_while_buried_and_rebuilt_again_then_forgotten(self):
@@ -41,10 +49,13 @@ class RecordLifecycleTest(base.Cell0RebuildTestCase):
         # No capacity yet: buried again, the record stays.
         self.assertEqual(202, self._rebuild(server['id']).status)
         self._wait_for_state_change(server, 'ERROR')
+        self.assertEqual([], self._purge())
         self.assertEqual([('accepted', server['id'])], self._records())
         self._start_compute('host1')
         self.assertEqual(202, self._rebuild(server['id']).status)
         self._wait_for_state_change(server, 'ACTIVE')
+        self.assertEqual([('accepted', server['id'])], self._records())
+        self.assertEqual(1, len(self._purge()))
         self.assertEqual([], self._records())
 
     def test_delete_forgets_the_record(self):
@@ -62,7 +73,9 @@ class RecordLifecycleTest(base.Cell0RebuildTestCase):
         self._start_compute('host1')
         self.assertEqual(202, self._rebuild(siblings[0]['id']).status)
         self._wait_for_state_change(siblings[0], 'ACTIVE')
+        self.assertEqual([], self._purge())
         self.assertEqual(1, len(self._records()))
         self.assertEqual(202, self._rebuild(siblings[1]['id']).status)
         self._wait_for_state_change(siblings[1], 'ACTIVE')
+        self.assertEqual(1, len(self._purge()))
         self.assertEqual([], self._records())

@@ -17,15 +17,17 @@ from unittest import mock
 import fixtures
 
 from nova import context as nova_context
+from oslo_db import exception as db_exc
 from oslo_serialization import jsonutils
+import sqlalchemy as sa
 import webob
 import webob.dec
 
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild.api import filter as cell0_filter
+from nova_cell0_rebuild.db import api as db_api
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild import objects
-from nova_cell0_rebuild import system_metadata
 from nova_cell0_rebuild.tests.unit import base
 
 SERVER_ID = 'c9a2b6f4-3e1d-4a8b-9c7d-1e2f3a4b5c6d'
@@ -56,21 +58,11 @@ class FilterTestCase(base.DBTestCase):
 
     def setUp(self):
         super().setUp()
-        # No follow-up runs in the background here: its first step runs at
-        # once, in the test's thread; the rest is left to the tests that
-        # look at it.
-        self.useFixture(fixtures.MockPatchObject(
-            nova_servers, 'when_placed', side_effect=self._first_only))
         self.context = nova_context.RequestContext('user', PROJECT,
                                                    is_admin=False)
         self.reservation = self.useFixture(fixtures.MockPatch(
             'nova_cell0_rebuild.adapters.nova_servers.get_reservation_id',
             return_value='r-reserved')).mock
-
-    @staticmethod
-    def _first_only(context, instance_uuids, on_placed, first=None):
-        if first is not None:
-            first()
 
     def pending_record(self):
         try:
@@ -210,75 +202,87 @@ class TestCreateCapture(FilterTestCase):
         self.assertEqual('r-given', record.reservation_id)
         self.reservation.assert_not_called()
 
-    def _follow_ups(self, siblings):
-        self.useFixture(fixtures.MockPatchObject(
-            nova_servers, 'get_instance_uuids_by_reservation',
-            return_value=siblings))
-        return self.useFixture(fixtures.MockPatchObject(
-            nova_servers, 'when_placed')).mock
+    def _statements_after_nova(self, nova):
+        """Run a create; the SQL our database saw after Nova answered."""
+        statements = []
+        answered = []
 
-    def test_one_new_server_is_followed_until_placed(self):
-        when_placed = self._follow_ups([])
-        self._send(self._request(body=self._create_body()))
-        when_placed.assert_called_once_with(mock.ANY, [SERVER_ID], mock.ANY,
-                                            first=mock.ANY)
-        # Accepted in the background, after Nova's answer.
-        self.assertEqual('pending', self.pending_record().status)
-        when_placed.call_args.kwargs['first']()
+        class Answering(FakeNova):
+            @webob.dec.wsgify
+            def __call__(inner, req):
+                resp = req.get_response(nova)
+                answered.append(True)
+                return resp
+
+        def record(conn, cursor, statement, *args):
+            verb = statement.split()[0].upper()
+            # Transaction control (SQLite's BEGIN) is no statement of ours.
+            if answered and verb not in ('BEGIN', 'COMMIT', 'ROLLBACK'):
+                statements.append(verb)
+        engine = db_api.get_engine()
+        sa.event.listen(engine, 'before_cursor_execute', record)
+        self.addCleanup(sa.event.remove, engine, 'before_cursor_execute',
+                        record)
+        self._send(self._request(body=self._create_body()),
+                   Answering(self))
+        return statements
+
+    def test_one_server_is_accepted_in_the_request_with_one_update(self):
+        statements = self._statements_after_nova(FakeNova(self))
+        self.assertEqual(['UPDATE'], statements)
+        # Accepted before the answer went out: nothing is left to run.
         self.assertEqual(('accepted', SERVER_ID),
                          (self.pending_record().status,
                           self.pending_record().instance_uuid))
+        self.reservation.assert_not_called()
 
-    def test_new_servers_are_followed_until_placed(self):
-        when_placed = self._follow_ups([SERVER_ID, 'sibling'])
+    @mock.patch.object(nova_servers, 'get_instance_uuids_by_reservation')
+    def test_multi_create_is_accepted_in_the_request(self, siblings):
         self._send(self._request(body=self._create_body(max_count=2)))
-        # Found through the reservation, so multi-create siblings are too.
-        when_placed.assert_called_once_with(
-            mock.ANY, sorted(['sibling', SERVER_ID]), mock.ANY, first=None)
+        record = self.pending_record()
+        self.assertEqual(('accepted', SERVER_ID, 'r-reserved'),
+                         (record.status, record.instance_uuid,
+                          record.reservation_id))
+        # Siblings are found by the reservation later, never listed here.
+        siblings.assert_not_called()
 
-    def test_reservation_answer_follows_every_sibling(self):
-        when_placed = self._follow_ups(['u1', 'u2'])
-        body = self._create_body(min_count=2, return_reservation_id=True)
-        self._send(self._request(body=body),
-                   FakeNova(self, body={'reservation_id': 'r-given'}))
-        when_placed.assert_called_once_with(mock.ANY, ['u1', 'u2'],
-                                            mock.ANY, first=None)
-
-    @mock.patch.object(nova_servers, 'still_in_cell0_or_building',
-                       return_value=[])
     @mock.patch.object(nova_servers, 'set_cell_system_metadata')
-    def test_personality_marker_once_placed(self, set_sysmeta, waiting):
-        when_placed = self._follow_ups([SERVER_ID])
+    def test_personality_create_writes_no_marker(self, set_sysmeta):
         files = [{'path': '/a', 'contents': 'YQ=='},
                  {'path': '/b', 'contents': 'Yg=='}]
         self._send(self._request(body=self._create_body(personality=files)))
-        self.assertEqual(2, self.pending_record().personality_files)
-        on_placed = when_placed.call_args[0][2]
-        cell0 = mock.Mock(uuid=nova_servers.CELL0_UUID)
-        on_placed(self.context, SERVER_ID, cell0)
-        set_sysmeta.assert_called_once_with(
-            self.context, cell0, SERVER_ID,
-            system_metadata.CREATED_WITH_PERSONALITY_FILES, 'True')
-        # Buried in cell0: the record stays for a rebuild.
-        waiting.assert_not_called()
-        self.assertIsNotNone(self.pending_record())
-
-    @mock.patch.object(nova_servers, 'still_in_cell0_or_building')
-    @mock.patch.object(nova_servers, 'set_cell_system_metadata')
-    def test_record_goes_once_every_sibling_landed(self, set_sysmeta,
-                                                   waiting):
-        when_placed = self._follow_ups([SERVER_ID, 'sibling'])
-        self._send(self._request(body=self._create_body(min_count=2)))
-        on_placed = when_placed.call_args[0][2]
-        cell1 = mock.Mock(uuid='cell1')
-        waiting.return_value = ['sibling']
-        on_placed(self.context, SERVER_ID, cell1)
-        self.assertIsNotNone(self.pending_record())
-        waiting.return_value = []
-        on_placed(self.context, 'sibling', cell1)
-        self.assertIsNone(self.pending_record())
-        # No personality files: no marker.
+        record = self.pending_record()
+        self.assertEqual((2, 'accepted'),
+                         (record.personality_files, record.status))
+        # The server is still a BuildRequest: the personality gate marks
+        # it when it refuses a rebuild.
         set_sysmeta.assert_not_called()
+
+    def test_refused_create_keeps_novas_answer_when_the_delete_fails(self):
+        self.useFixture(fixtures.MockPatchObject(
+            objects.CreateRecord, '_destroy_in_db',
+            side_effect=db_exc.DBConnectionError('blip')))
+        logs = self.useFixture(fixtures.FakeLogger())
+        for status in (400, 403, 409):
+            req = self._request(body=self._create_body())
+            req.environ['openstack.request_id'] = 'req-%d' % status
+            body = {'badRequest': {'code': status, 'message': 'no'}}
+            resp, nova = self._send(req, FakeNova(self, status=status,
+                                                  body=body))
+            self.assertEqual((status, body), (resp.status_int, resp.json))
+            self.assertIn('Could not delete the create record of request '
+                          'req-%d (Nova answered %d)' % (status, status),
+                          logs.output)
+
+    def test_create_without_request_id_passes_unrecorded_and_logged(self):
+        logs = self.useFixture(fixtures.FakeLogger())
+        req = self._request(body=self._create_body())
+        del req.environ['openstack.request_id']
+        resp, nova = self._send(req)
+        self.assertEqual(202, resp.status_int)
+        self.assertEqual([None], [call[3] for call in nova.calls])
+        self.assertIn('passes to Nova unrecorded: no openstack.request_id',
+                      logs.output)
 
     def test_completion_failure_keeps_novas_answer(self):
         self.reservation.side_effect = RuntimeError('cell down')
