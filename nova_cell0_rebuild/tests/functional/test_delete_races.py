@@ -38,7 +38,9 @@ from nova_cell0_rebuild.adapters import nova_create_pipeline as pipeline
 from nova_cell0_rebuild.db import api as db_api
 from nova_cell0_rebuild.db import models
 from nova_cell0_rebuild.objects import move_journal
+from nova_cell0_rebuild.tasks import heal
 from nova_cell0_rebuild.tests.functional import base
+from nova_cell0_rebuild.tests.functional import fixtures as plugin_fixtures
 
 PIPELINE = 'nova_cell0_rebuild.adapters.nova_create_pipeline.'
 CONDUCTOR = 'nova.conductor.manager.ComputeTaskManager.'
@@ -69,6 +71,10 @@ _API_TABLES = (
 #: Nova's fault keys for the answers a rebuild that lost the race gives.
 _FAULT_KEYS = {404: 'itemNotFound', 409: 'conflictingRequest'}
 _LOST = ['%s %s' % item for item in _FAULT_KEYS.items()]
+
+
+class SimulatedCrash(BaseException):
+    """The process dies: no except clause of the plugin catches it."""
 
 
 class Hold(fixtures.Fixture):
@@ -199,8 +205,7 @@ class DeleteRacesTestBase(base.Cell0RebuildTestCase):
             '/allocations/%s' % server_id).body['allocations']
         if allocations:
             found.append('placement allocations')
-        if self.with_filter:
-            found.extend(self._ours(server_id))
+        found.extend(self._ours(server_id))
         port = self.neutron.show_port(self.neutron.port_1['id'])['port']
         if port['device_id']:
             found.append('bound port')
@@ -280,6 +285,44 @@ class DeleteRacesMoveTest(DeleteRacesTestBase):
         # never an error of ours.
         for boundary, answer in answers.items():
             self.assertIn(answer, _LOST, boundary)
+
+    def _die_at(self, function):
+        """A buried server whose move died when it reached *function*."""
+        server = self._create_grouped_buried_server()
+
+        def crash():
+            raise SimulatedCrash()
+        with self._inject_once(function, crash):
+            self.assertRaises(SimulatedCrash, self._rebuild, server['id'])
+        return server
+
+    def test_process_dies_before_the_cast_then_delete(self):
+        # The move stopped for good before its cast: the DELETE removes
+        # what the move would have removed had it met the delete itself.
+        built = self._record_casts()
+        servers = {}
+        for boundary, function in BEFORE_THE_CAST:
+            server = self._die_at(function)
+            servers[boundary] = server['id']
+            self._delete(server['id'])
+            self._wait_until_deleted(server)
+        self.assertEqual(list(servers.values()), built)
+        self._assert_nothing_left(servers)
+
+    def test_process_dies_before_the_cast_delete_then_heal(self):
+        # The DELETE could not forget the move (its journal stays): heal
+        # removes what the move would have.
+        server = self._die_at('complete_request_spec')
+        with fixtures.MockPatch(
+                'nova_cell0_rebuild.api.record_keeping.forget_deleted',
+                side_effect=RuntimeError('the plugin database is down')):
+            self._delete(server['id'])
+        self.assertEqual(
+            [(server['id'], 'cell0_rows_removed', heal.DELETED)],
+            heal.heal(self.admin_context, older_than=0))
+        self._archive()
+        # The create record is purge's (test_manage).
+        self.assertEqual(['create record'], self._leftovers(server['id']))
 
     def _buried_with_capacity(self):
         """A buried server, then a compute it can be scheduled to."""
@@ -374,7 +417,15 @@ class NovaAloneDeleteRacesCreateTest(DeleteRacesTestBase):
     may then go.
     """
 
-    with_filter = False
+    def setUp(self):
+        # Nova's own pipeline (our tables exist, the filter is not in it).
+        directory = self.useFixture(fixtures.TempDir()).path
+        nova_pipeline = plugin_fixtures.write_paste_config_without_filter(
+            directory)
+        self.useFixture(fixtures.MonkeyPatch(
+            plugin_fixtures.__name__ + '.find_paste_config',
+            lambda: nova_pipeline))
+        super().setUp()
 
     def test_delete_while_the_conductor_schedules(self):
         self._start_compute('host1')
