@@ -31,6 +31,7 @@ from nova import context as nova_context
 from nova.db.api import api as api_db_api
 from nova.db.main import api as main_db_api
 from oslo_serialization import jsonutils
+from oslo_utils import importutils
 import sqlalchemy as sa
 from testtools import content
 
@@ -97,8 +98,7 @@ class Hold(fixtures.Fixture):
 
     def _setUp(self):
         owner, name = self.target.rsplit('.', 1)
-        module, cls = owner.rsplit('.', 1)
-        real = getattr(getattr(__import__(module, fromlist=[cls]), cls), name)
+        real = getattr(importutils.import_class(owner), name)
 
         def held(*args, **kwargs):
             try:
@@ -165,41 +165,24 @@ class DeleteRacesTestBase(base.Cell0RebuildTestCase):
         manage.DbCommands().archive_deleted_rows(
             max_rows=1000, until_complete=True, all_cells=True)
 
-    def _rows(self, engine, server_id, tables=None):
-        """{table: rows naming the server} in one database."""
-        found = {}
-        inspector = sa.inspect(engine)
+    @staticmethod
+    def _count(engine, table, column, server_id):
+        """Rows of *table* naming the server, deleted or not."""
         with engine.connect() as conn:
-            for table in tables or inspector.get_table_names():
-                if table.startswith('shadow_'):
-                    continue
-                columns = {c['name'] for c in inspector.get_columns(table)}
-                for column in ('instance_uuid', 'uuid', 'resource_id'):
-                    if column not in columns or (column == 'uuid' and table
-                                                 not in ('instances',)):
-                        continue
-                    count = conn.execute(sa.text(
-                        'SELECT COUNT(*) FROM %s WHERE %s = :uuid'
-                        % (table, column)), {'uuid': server_id}).scalar()
-                    if count:
-                        found[table] = count
-        return found
+            return conn.execute(sa.text(
+                'SELECT COUNT(*) FROM %s WHERE %s = :uuid' % (table, column)),
+                {'uuid': server_id}).scalar()
 
     def _leftovers(self, server_id):
         """Everything left of a deleted server, named; [] if nothing."""
-        found = []
-        api_engine = api_db_api.get_engine()
-        with api_engine.connect() as conn:
-            for table, column in _API_TABLES:
-                if conn.execute(sa.text(
-                        'SELECT COUNT(*) FROM %s WHERE %s = :uuid'
-                        % (table, column)), {'uuid': server_id}).scalar():
-                    found.append('API_DB.' + table)
+        found = ['API_DB.' + table for table, column in _API_TABLES
+                 if self._count(api_db_api.get_engine(), table, column,
+                                server_id)]
         for name in ('cell0', 'cell1'):
             with nova_context.target_cell(
                     self.admin_context, self.cell_mappings[name]) as cctxt:
                 engine = main_db_api.get_engine(context=cctxt)
-            if self._rows(engine, server_id, tables=['instances']):
+            if self._count(engine, 'instances', 'uuid', server_id):
                 found.append('%s.instances (live or soft-deleted)' % name)
         allocations = self.placement.get(
             '/allocations/%s' % server_id).body['allocations']
