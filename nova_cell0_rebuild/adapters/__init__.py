@@ -23,6 +23,8 @@ touches one place:
     BuildRequest, mapping, RequestSpec and the conductor cast.
 ``nova_servers``
     where a server lives: mappings, build requests, instances in cells.
+``nova_deleted_servers``
+    what archive would remove of a server deleted before it had a cell.
 ``nova_cell0_listing``
     paging through cell0 with create-action request ids.
 ``nova_notifications``

@@ -25,6 +25,7 @@ import webob.exc
 
 from nova_cell0_rebuild._i18n import _
 from nova_cell0_rebuild.adapters import nova_api
+from nova_cell0_rebuild.adapters import nova_deleted_servers
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild.api import create_capture
 from nova_cell0_rebuild.api import rebuild as rebuild_flow
@@ -127,13 +128,35 @@ class Cell0RebuildFilter(object):
                               'server %s', server_id)
         resp = req.get_response(self.application)
         if resp.status_int == 204:
+            may_be_cast = True
             try:
-                record_keeping.forget_deleted(context.elevated(), server_id,
-                                              record)
+                may_be_cast = record_keeping.forget_deleted(
+                    context.elevated(), server_id, record)
             except Exception:
                 LOG.exception('Could not forget the create record and move '
                               'journal of server %s', server_id)
+            self._forget_unbuilt(context, server_id, may_be_cast)
         return resp
+
+    @staticmethod
+    def _forget_unbuilt(context, server_id, may_be_cast):
+        """What archive never removes of a server Nova deleted unbuilt.
+
+        A server deleted as a BuildRequest (a create, or a move out of
+        cell0) has no instance row for ``archive_deleted_rows`` to find:
+        its RequestSpec and its server group membership would stay for
+        ever. The conductor reads neither from the database. If it may
+        have been sent the server, the mapping and the allocation are its
+        own; if not (a move that stopped before its cast), they go too.
+        """
+        if context is None:
+            return
+        try:
+            nova_deleted_servers.forget_deleted_server(
+                context.elevated(), server_id, may_be_cast=may_be_cast)
+        except Exception:
+            LOG.exception('Could not remove the RequestSpec and group '
+                          'membership of deleted server %s', server_id)
 
     @webob.dec.wsgify
     def __call__(self, req):

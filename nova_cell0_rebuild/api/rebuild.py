@@ -23,6 +23,7 @@ import typing as ty
 
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
+import webob.exc
 
 from nova_cell0_rebuild._i18n import _
 from nova_cell0_rebuild.adapters import nova_api
@@ -162,9 +163,13 @@ class RebuildFromCell0(object):
                                            'project_id': instance.project_id})
 
         rebuilt = self.rebuild(context, instance, mapping, rebuild)
-        return nova_api.rebuild_response(
-            req, version, server_id, rebuilt.prepared.admin_password,
-            build_request=rebuilt.build_request)
+        try:
+            return nova_api.rebuild_response(
+                req, version, server_id, rebuilt.prepared.admin_password,
+                build_request=rebuilt.build_request)
+        except webob.exc.HTTPNotFound as gone:
+            # Deleted while it moved: Nova's 404, as a fault in its JSON.
+            raise exception.RequestRefused(404, gone.explanation)
 
     @staticmethod
     def _authorize(context, rebuild, target):

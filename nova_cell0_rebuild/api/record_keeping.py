@@ -26,8 +26,12 @@ from oslo_log import log as logging
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild import objects
+from nova_cell0_rebuild.objects import fields
 
 LOG = logging.getLogger(__name__)
+
+#: The journal steps from which a move may have sent its cast.
+_MAY_BE_CAST = (fields.MoveStep.CASTING, fields.MoveStep.CAST_SENT)
 
 
 def servers_of(context, record):
@@ -70,10 +74,30 @@ def forget_deleted(context, instance_uuid, record):
 
     Its move journal goes, and its create record once no other server of
     the same create still waits in cell0 or in a BuildRequest.
+
+    :returns: whether Nova's conductor may have been asked to build the
+        server: False only for a move stopped (or stopping) before its
+        cast, which can never cast once its journal is gone.
     """
+    may_be_cast = True
     journal = objects.MoveJournal.get_by_instance_uuid(context,
                                                        instance_uuid)
-    if journal is not None:
-        journal.destroy()
+    # A live move may record a step meanwhile: each retry sees one more.
+    for _attempt in fields.MoveStep.ALL:
+        if journal is None:
+            break
+        try:
+            journal.destroy_if_unchanged()
+        except exception.JournalConflict:
+            journal = objects.MoveJournal.get_by_instance_uuid(
+                context, instance_uuid)
+            continue
+        may_be_cast = (journal.status != fields.MoveStatus.IN_PROGRESS or
+                       journal.step in _MAY_BE_CAST)
+        break
+    else:
+        if journal is not None:
+            journal.destroy()
     if record is not None:
         forget_if_placed(context, record)
+    return may_be_cast

@@ -286,3 +286,21 @@ class MoveJournal(base.Cell0RebuildObject):
         with db_api.writer(self._context) as session:
             session.query(models.MoveJournal).filter_by(
                 id=self.id).delete(synchronize_session=False)
+
+    def destroy_if_unchanged(self):
+        """Forget the server's moves if none moved on since this was read.
+
+        A compare-and-swap with the move's own steps and its lease: once
+        this succeeds the move's next fenced write fails, so a move that
+        had not reached ``casting`` never casts. Heartbeats do not count
+        as moving on: they change neither the step nor the token.
+
+        :raises: JournalConflict if the journal changed (or is gone).
+        """
+        with db_api.writer(self._context) as session:
+            deleted = session.query(models.MoveJournal).filter_by(
+                id=self.id, status=self.status, step=self.step,
+                lease_token=self.lease_token).delete(
+                    synchronize_session=False)
+        if deleted != 1:
+            raise exception.JournalConflict(uuid=self.instance_uuid)

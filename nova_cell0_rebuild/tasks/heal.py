@@ -46,6 +46,7 @@ import socket
 from oslo_log import log as logging
 
 from nova_cell0_rebuild.adapters import nova_create_pipeline as pipeline
+from nova_cell0_rebuild.adapters import nova_deleted_servers as deleted_servers
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild import objects
@@ -88,10 +89,14 @@ def heal_move(context, journal, lease_seconds):
     mapping = nova_servers.get_mapping(admin, uuid)
     if mapping is None or mapping.queued_for_delete:
         pipeline.drop_build_request(admin, uuid)
+        may_be_cast = journal.step in (Step.CASTING, Step.CAST_SENT)
         instance = nova_servers.get_cell0_instance(admin, cell0, uuid)
-        if instance is not None:
+        if instance is not None and not may_be_cast:
+            # After the cast a cell0 row is the conductor's burial, which
+            # it soft-deletes itself for archive.
             pipeline.destroy_cell0_instance(admin, cell0, instance)
         journal.destroy()
+        deleted_servers.forget_deleted_server(admin, uuid, may_be_cast)
         outcome = DELETED
     elif mapping.cell_mapping is not None and not nova_servers.is_cell0(
             mapping.cell_mapping):

@@ -50,6 +50,7 @@ from nova.compute import task_states
 from oslo_log import log as logging
 
 from nova_cell0_rebuild.adapters import nova_create_pipeline as pipeline
+from nova_cell0_rebuild.adapters import nova_deleted_servers as deleted_servers
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild.db import api as db_api
 from nova_cell0_rebuild import exception
@@ -214,27 +215,57 @@ class RebuildFromCell0Task(base.TaskBase):
             self._remove_cell0_rows()
             self._cast()
         except ServerGone:
-            # Nothing of a deleted server is kept, its journal neither.
+            # Nothing of a deleted server is kept, its journal neither;
+            # the conductor never got it (ServerGone comes before the cast).
             LOG.info('Server %s was deleted while it moved out of cell0',
                      self.instance.uuid)
             self.journal.destroy()
+            deleted_servers.forget_deleted_server(
+                self.admin, self.instance.uuid, may_be_cast=False)
             return None
-        self._finish_after_cast()
+        if not self._finish_after_cast():
+            return None
         return self.build_request
 
     def _finish_after_cast(self):
         """Record the hand-off; the conductor owns the server whatever this
         write does, so a failure is logged, never undone.
+
+        :returns: False when the server was deleted meanwhile (its journal
+            went with it).
         """
         try:
             self.journal.finish(Status.DONE, step=Step.CAST_SENT)
         except Exception:
+            if self._deleted_after_cast():
+                return False
             LOG.exception('Server %s was handed to the conductor, but its '
                           'move journal could not record it; the move is '
                           'not undone', self.instance.uuid)
-            return
+            return True
         LOG.info('Server %s rebuilt from cell0: handed to the conductor '
                  'for scheduling', self.instance.uuid)
+        return True
+
+    def _deleted_after_cast(self):
+        """Whether a DELETE took the journal once the cast was sent.
+
+        Then what the conductor never removes goes (the RequestSpec and
+        the group membership); the mapping and allocation are its own.
+        """
+        try:
+            if objects.MoveJournal.get_by_instance_uuid(
+                    self.admin, self.instance.uuid) is not None:
+                return False
+            LOG.info('Server %s was deleted once handed to the conductor',
+                     self.instance.uuid)
+            deleted_servers.forget_deleted_server(
+                self.admin, self.instance.uuid, may_be_cast=True)
+        except Exception:
+            LOG.exception('Could not tell whether server %s was deleted '
+                          'once handed to the conductor', self.instance.uuid)
+            return False
+        return True
 
     def rollback(self, ex):
         if self.journal is None:

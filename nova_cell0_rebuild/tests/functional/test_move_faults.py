@@ -10,13 +10,13 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Crashes, errors and deletes at every step of a move out of cell0.
+"""Crashes and errors at every step of a move out of cell0.
 
 At each boundary between two steps of the move the test either raises an
 error (the task rolls back) or simulates the process dying (nothing rolls
-back; ``heal`` runs as after a restart), or deletes the server. After each,
-the server must exist exactly once with a mapping that agrees, and nothing
-the user supplied may be lost: it is rebuilt again and compared.
+back; ``heal`` runs as after a restart); deletes are in test_delete_races.
+After each, the server must exist exactly once with a mapping that agrees,
+and nothing the user supplied may be lost: it is rebuilt again and compared.
 """
 
 import base64
@@ -263,59 +263,3 @@ class MoveFaultsTest(MoveChecks, base.Cell0RebuildTestCase):
         self.assertEqual(202, resp.status, resp.body)
         self._wait_for_state_change(server, 'ACTIVE')
         self.assertEqual(before, self._user_fields(server['id']))
-
-
-class DeleteRacesMoveTest(base.Cell0RebuildTestCase):
-    """A DELETE arriving at every step of a move wins; nothing is left."""
-
-    def _leftovers(self, server_id):
-        found = []
-        if pipeline.build_request_pending(self.admin_context, server_id):
-            found.append('BuildRequest')
-        mapping = nova_servers.get_mapping(self.admin_context, server_id)
-        if mapping is not None and not mapping.queued_for_delete:
-            found.append('live mapping')
-        # Nova's own delete of a cell0 server soft-deletes its rows, for
-        # nova-manage db archive_deleted_rows; a live row is a leftover.
-        if nova_servers.get_cell0_instance(self.admin_context,
-                                           self._cell0(), server_id):
-            found.append('live cell0 row')
-        with db_api.reader(self.admin_context) as session:
-            if session.query(models.MoveJournal).filter_by(
-                    instance_uuid=server_id).count():
-                found.append('journal row')
-            if session.query(models.CreateRecord).count():
-                found.append('create record')
-        port = self.neutron.show_port(self.neutron.port_1['id'])['port']
-        if port['device_id']:
-            found.append('bound port')
-        return found
-
-    def test_delete_at_every_step(self):
-        built = self._record_casts()
-        # The last chance is before the move checks the server is still
-        # wanted; a DELETE after that check meets the conductor's own
-        # check instead, as for any create.
-        boundaries = BOUNDARIES[:4] + [
-            ('before the cast', 'still_pending')]
-        rows = []
-        created = []
-        for boundary, function in boundaries:
-            server = self._create_buried_server(
-                networks=[{'port': self.neutron.port_1['id']}])
-            created.append(server['id'])
-            with MoveFaultsTest._inject(self, function, lambda: (
-                    self.admin_api.delete_server(server['id']))):
-                status = self._rebuild(server['id']).status
-            # The rebuild lost the race: gone (404) or conflicting (409),
-            # never an error of ours.
-            self.assertIn(status, (404, 409), boundary)
-            self._wait_until_deleted(server)
-            leftovers = self._leftovers(server['id'])
-            self.assertEqual([], leftovers, boundary)
-            rows.append((boundary, 'delete', 'rebuild answered %s; server '
-                         'gone, nothing left' % status))
-        # The conductor was asked to build each server once, for its
-        # create, and never again for a server deleted while it moved.
-        self.assertEqual(created, built)
-        MoveFaultsTest._report(self, rows)

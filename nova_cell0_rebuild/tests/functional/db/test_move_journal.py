@@ -109,6 +109,32 @@ class _JournalTest(object):
             fields.MoveStep.BUILD_REQUEST_WRITTEN))
         self.assertEqual(1, outcomes.count('won'), outcomes)
 
+    def test_a_delete_and_a_step_never_both_win(self):
+        # The DELETE path takes the journal from the step it read; a move
+        # recording its next step from the same read loses, or wins and
+        # the DELETE sees the new step. A heartbeat changes neither.
+        start(self.context)
+        copies = [objects.MoveJournal.get_by_instance_uuid(self.context,
+                                                           INSTANCE)
+                  for _ in range(WORKERS)]
+        copies[0].heartbeat()
+
+        def delete_or_advance(i):
+            if i % 2:
+                copies[i].destroy_if_unchanged()
+            else:
+                copies[i].advance(fields.MoveStep.BUILD_REQUEST_WRITTEN)
+        outcomes = self._race(delete_or_advance)
+        self.assertEqual(1, outcomes.count('won'), outcomes)
+        journal = objects.MoveJournal.get_by_instance_uuid(self.context,
+                                                           INSTANCE)
+        if journal is not None:
+            self.assertEqual(fields.MoveStep.BUILD_REQUEST_WRITTEN,
+                             journal.step)
+            journal.destroy_if_unchanged()
+        self.assertIsNone(objects.MoveJournal.get_by_instance_uuid(
+            self.context, INSTANCE))
+
     def test_in_progress_then_expired(self):
         start(self.context)
         self.assertRaises(exception.MoveInProgress, start, self.context)
