@@ -382,7 +382,10 @@ def reset_request_spec(spec, image):
     spec.image = nova_objects.ImageMeta.from_dict(image)
     spec.retry = None
     spec.ignore_hosts = None
-    spec.reset_forced_destinations()
+    # force_hosts and force_nodes stay: they are the admin's az:host:node
+    # of the create, which the create was scheduled with. Nova resets them
+    # only for moves of a built server, and the save that follows here
+    # would store the reset for good.
     return spec
 
 
