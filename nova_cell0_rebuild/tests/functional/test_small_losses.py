@@ -16,9 +16,16 @@ A forced host kept, an unmigrated mapping moved, and the loser of two
 concurrent rebuilds told that another rebuild is in progress.
 """
 
+import fixtures
+from nova.db.api import api as api_db_api
+from nova.db.api import models as api_models
+from nova import exception as nova_exception
 from nova import objects as nova_objects
 
+from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild.tests.functional import base
+
+PIPELINE = 'nova_cell0_rebuild.adapters.nova_create_pipeline.'
 
 
 class ForcedHostTest(base.Cell0RebuildTestCase):
@@ -53,3 +60,60 @@ class ForcedHostTest(base.Cell0RebuildTestCase):
         self.assertEqual(['hostX'], spec.force_hosts)
         self.assertEqual(['hostX'], spec.force_nodes)
         self.assertEqual('nova', spec.availability_zone)
+
+
+class UnmigratedMappingTest(base.Cell0RebuildTestCase):
+    """A mapping whose queued_for_delete is NULL is "not queued", as in Nova.
+
+    Mappings written before Nova's ``queued_for_delete`` online data
+    migration ran keep NULL there until ``nova-manage db
+    online_data_migrations``; Nova's own queries read NULL as False.
+    """
+
+    def _unmigrate(self, server_id):
+        with api_db_api.context_manager.writer.using(self.admin_context) as (
+                session):
+            updated = session.query(api_models.InstanceMapping).filter_by(
+                instance_uuid=server_id).update(
+                    {'queued_for_delete': None}, synchronize_session=False)
+        self.assertEqual(1, updated)
+
+    def _queued_for_delete_column(self, server_id):
+        with api_db_api.context_manager.reader.using(self.admin_context) as (
+                session):
+            return session.query(
+                api_models.InstanceMapping.queued_for_delete).filter_by(
+                    instance_uuid=server_id).scalar()
+
+    def test_unmigrated_mapping_is_rebuilt(self):
+        server = self._create_buried_server()
+        self._unmigrate(server['id'])
+        self.assertIsNone(self._queued_for_delete_column(server['id']))
+        self._start_compute('host1')
+        resp = self._rebuild(server['id'])
+        self.assertEqual(202, resp.status, resp.body)
+        self._wait_for_state_change(server, 'ACTIVE')
+        mapping = nova_servers.get_mapping(self.admin_context, server['id'])
+        self.assertEqual('cell1', mapping.cell_mapping.name)
+
+    def test_unmigrated_mapping_is_put_back_on_failure(self):
+        server = self._create_buried_server()
+        self._unmigrate(server['id'])
+        # Fails after the mapping pointed at no cell, with the cell0 rows
+        # still there: the undo maps the server back to cell0.
+        with fixtures.MockPatch(PIPELINE + 'destroy_cell0_instance',
+                                side_effect=RuntimeError('Injected')):
+            resp = self._rebuild(server['id'])
+        self.assertEqual(500, resp.status, resp.body)
+        mapping = nova_servers.get_mapping(self.admin_context, server['id'])
+        self.assertTrue(nova_servers.is_cell0(mapping.cell_mapping))
+        self.assertRaises(
+            nova_exception.BuildRequestNotFound,
+            nova_objects.BuildRequest.get_by_instance_uuid,
+            self.admin_context, server['id'])
+        self.assertIsNone(self._cell0_instance(server['id']).task_state)
+
+        self._start_compute('host1')
+        resp = self._rebuild(server['id'])
+        self.assertEqual(202, resp.status, resp.body)
+        self._wait_for_state_change(server, 'ACTIVE')
