@@ -21,11 +21,14 @@ from nova.db.api import api as api_db_api
 from nova.db.api import models as api_models
 from nova import exception as nova_exception
 from nova import objects as nova_objects
+from nova.tests.functional.api import client as api_client
+from oslo_utils import importutils
 
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild.tests.functional import base
 
 PIPELINE = 'nova_cell0_rebuild.adapters.nova_create_pipeline.'
+COMPUTE = 'nova_cell0_rebuild.adapters.nova_compute.'
 
 
 class ForcedHostTest(base.Cell0RebuildTestCase):
@@ -117,3 +120,99 @@ class UnmigratedMappingTest(base.Cell0RebuildTestCase):
         resp = self._rebuild(server['id'])
         self.assertEqual(202, resp.status, resp.body)
         self._wait_for_state_change(server, 'ACTIVE')
+
+
+class ConcurrentRebuildTest(base.Cell0RebuildTestCase):
+    """The loser of two rebuilds of a server: "another rebuild is in progress".
+
+    Whatever it had read of the server when the winner moved it. The two
+    rebuilds are interleaved deterministically: one runs entirely inside
+    a step of the other (the harness's API calls nest).
+    """
+
+    def setUp(self):
+        super().setUp()
+        self.server = self._create_buried_server()
+        self._start_compute('host1')
+        self.in_progress = (
+            "Instance %s is in an invalid state for 'rebuild' from cell0: "
+            "another rebuild is in progress." % self.server['id'])
+
+    def _other_rebuild_first(self, target):
+        """Patch *target* to run a whole other rebuild before its first call.
+
+        :returns: a list that receives the other rebuild's response.
+        """
+        real = self._patchable(target)
+        other = []
+
+        def other_rebuild_first(*args, **kwargs):
+            if not other:
+                other.append(None)  # nested calls go straight through
+                other[0] = self._rebuild(self.server['id'])
+            return real(*args, **kwargs)
+        self.useFixture(fixtures.MonkeyPatch(target, other_rebuild_first))
+        return other
+
+    @staticmethod
+    def _patchable(target):
+        module, name = target.rsplit('.', 1)
+        return getattr(importutils.import_module(module), name)
+
+    def _other_rebuild_after(self, target):
+        """Patch *target* to run a whole other rebuild after its first call.
+        """
+        real = self._patchable(target)
+        other = []
+
+        def other_rebuild_after(*args, **kwargs):
+            result = real(*args, **kwargs)
+            if not other:
+                other.append(None)
+                other[0] = self._rebuild(self.server['id'])
+            return result
+        self.useFixture(fixtures.MonkeyPatch(target, other_rebuild_after))
+        return other
+
+    def _assert_winner_and_loser(self, winner, loser):
+        self.assertEqual(202, winner.status, winner.body)
+        self.assertEqual(409, loser.status, loser.body)
+        self.assertEqual(self.in_progress,
+                         loser.body['conflictingRequest']['message'])
+        self._wait_for_state_change(self.server, 'ACTIVE')
+
+    def test_loser_reads_the_details_after_the_winner_deleted_them(self):
+        # The loser read the cell0 instance; its fault, BDMs and actions
+        # are read after the winner hard-deleted them: no fault.
+        winner = self._other_rebuild_first(
+            COMPUTE + 'load_cell0_details')
+        loser = self._rebuild(self.server['id'])
+        self._assert_winner_and_loser(winner[0], loser)
+
+    def test_loser_reads_the_server_after_the_winner_deleted_it(self):
+        # The loser saw the mapping point at cell0; the cell0 instance is
+        # gone when it reads it.
+        winner = self._other_rebuild_first(COMPUTE + 'get_server_in_cell')
+        loser = self._rebuild(self.server['id'])
+        self._assert_winner_and_loser(winner[0], loser)
+
+    def test_loser_reads_the_server_the_winner_claimed(self):
+        # The loser reads the instance between the winner's claim and its
+        # move: the instance has the winner's task state.
+        loser = self._other_rebuild_after(PIPELINE + 'claim')
+        winner = self._rebuild(self.server['id'])
+        self._assert_winner_and_loser(winner, loser[0])
+
+    def test_other_project_still_gets_not_found(self):
+        # Nova's 404 to a caller of another project says nothing of the
+        # server, a race with a rebuild neither.
+        self._other_rebuild_first(COMPUTE + 'get_server_in_cell')
+        other = api_client.TestOpenStackClient(
+            'other', self.api.base_url, project_id='other-project',
+            roles=['member', 'reader'])
+        other.microversion = 'latest'
+        resp = self._rebuild(self.server['id'], api=other)
+        self.assertEqual(404, resp.status, resp.body)
+        self.assertEqual(
+            'Instance %s could not be found.' % self.server['id'],
+            resp.body['itemNotFound']['message'])
