@@ -207,15 +207,16 @@ class RebuildFromCell0(object):
         task = self.task_factory(context, server, prepared, networks, bdms,
                                  request_spec, journal=journal,
                                  stale_after=self.stale_after)
-        try:
-            with notifications.rebuild_notifications(
-                    context, server, prepared.image_id,
-                    request_spec_id=request_spec.id):
+        with notifications.rebuild_notifications(
+                context, server, prepared.image_id,
+                request_spec_id=request_spec.id) as outcome:
+            try:
                 build_request = task.execute()
-        except (nova_compute.UnexpectedTaskState,
-                nova_create_pipeline.MoveConflict,
-                exception.MoveInProgress, exception.MoveInterrupted):
-            raise exception.RequestRefused(409, _IN_PROGRESS % server_id)
+            except (nova_compute.UnexpectedTaskState,
+                    nova_create_pipeline.MoveConflict,
+                    exception.MoveInProgress, exception.MoveInterrupted):
+                raise exception.RequestRefused(409, _IN_PROGRESS % server_id)
+            outcome.server_deleted = build_request is None
         if server.record is not None:
             # Kept while the server may be buried again; gone once landed.
             record_keeping.follow(admin, server.record, [server.uuid])
