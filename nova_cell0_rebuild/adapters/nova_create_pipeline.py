@@ -111,14 +111,26 @@ def new_build_request(context, instance, bdms, updates, new_image_id=None):
     return build_request
 
 
+def _not_queued_for_delete():
+    """The mapping is not queued for delete, as Nova's queries read it.
+
+    NULL is "not queued" too: mappings written before Nova's
+    ``queued_for_delete`` online data migration keep NULL until
+    ``nova-manage db online_data_migrations`` runs (see
+    ``InstanceMappingList.get_not_deleted_by_cell_and_project``).
+    """
+    column = api_models.InstanceMapping.queued_for_delete
+    return sa.or_(column.is_(None), column == sa.false())
+
+
 @api_db_api.context_manager.writer
 def _write_build_request_and_unmap(context, build_request, cell_id,
                                    request_spec, also):
     build_request.create()
     unmapped = context.session.query(api_models.InstanceMapping).filter_by(
-        instance_uuid=build_request.instance_uuid, cell_id=cell_id,
-        queued_for_delete=False).update(
-            {'cell_id': None}, synchronize_session=False)
+        instance_uuid=build_request.instance_uuid, cell_id=cell_id).filter(
+            _not_queued_for_delete()).update(
+                {'cell_id': None}, synchronize_session=False)
     if unmapped != 1:
         # Rolls the BuildRequest back with the transaction.
         raise MoveConflict(uuid=build_request.instance_uuid)
@@ -166,9 +178,7 @@ def still_pending(context, instance_uuid):
     found = context.session.query(request.id).join(
         mapping, mapping.instance_uuid == request.instance_uuid).filter(
             request.instance_uuid == instance_uuid,
-            mapping.cell_id.is_(None),
-            sa.or_(mapping.queued_for_delete.is_(None),
-                   mapping.queued_for_delete == sa.false())).first()
+            mapping.cell_id.is_(None), _not_queued_for_delete()).first()
     return found is not None
 
 
@@ -201,9 +211,9 @@ def drop_build_request(context, instance_uuid):
 @api_db_api.context_manager.writer
 def _remap_to_cell0_and_drop_build_request(context, instance_uuid, cell_id):
     remapped = context.session.query(api_models.InstanceMapping).filter_by(
-        instance_uuid=instance_uuid, cell_id=None,
-        queued_for_delete=False).update(
-            {'cell_id': cell_id}, synchronize_session=False)
+        instance_uuid=instance_uuid, cell_id=None).filter(
+            _not_queued_for_delete()).update(
+                {'cell_id': cell_id}, synchronize_session=False)
     deleted = context.session.query(api_models.BuildRequest).filter_by(
         instance_uuid=instance_uuid).delete(synchronize_session=False)
     if remapped != 1 or deleted != 1:
@@ -386,7 +396,10 @@ def reset_request_spec(spec, image):
     spec.image = nova_objects.ImageMeta.from_dict(image)
     spec.retry = None
     spec.ignore_hosts = None
-    spec.reset_forced_destinations()
+    # force_hosts and force_nodes stay: they are the admin's az:host:node
+    # of the create, which the create was scheduled with. Nova resets them
+    # only for moves of a built server, and the save that follows here
+    # would store the reset for good.
     return spec
 
 

@@ -158,7 +158,10 @@ class RebuildFromCell0(object):
             self._authorize(context, rebuild,
                             nova_servers.policy_target(context, mapping))
             mapping = self._heal_interrupted(context, server_id)
-        instance = nova_compute.get_server_in_cell(context, mapping)
+        try:
+            instance = nova_compute.get_server_in_cell(context, mapping)
+        except exception.RequestRefused as refusal:
+            raise refusal_after_race(context, server_id, refusal)
         self._authorize(context, rebuild, {'user_id': instance.user_id,
                                            'project_id': instance.project_id})
 
@@ -215,10 +218,11 @@ class RebuildFromCell0(object):
         try:
             self.gates.check(server, rebuild)
         except exception.GateRefused as refusal:
+            refusal = refusal_after_race(context, server_id, refusal)
             notifications.notify_rebuild(
                 context, notifications.REFUSED, server,
                 image_uuid=rebuild['imageRef'], refusal=refusal)
-            raise
+            raise refusal
         prepared = nova_compute.prepare_rebuild(context, instance, bdms,
                                                 rebuild)
         networks = nova_api.requested_networks(
@@ -232,16 +236,17 @@ class RebuildFromCell0(object):
         task = self.task_factory(context, server, prepared, networks, bdms,
                                  request_spec, self.lease_seconds,
                                  journal=journal)
-        try:
-            with notifications.rebuild_notifications(
-                    context, server, prepared.image_id,
-                    request_spec_id=request_spec.id):
+        with notifications.rebuild_notifications(
+                context, server, prepared.image_id,
+                request_spec_id=request_spec.id) as outcome:
+            try:
                 build_request = task.execute()
-        except (nova_compute.UnexpectedTaskState,
-                nova_create_pipeline.MoveConflict,
-                rebuild_from_cell0.LeaseLost,
-                exception.MoveInProgress, exception.MoveInterrupted):
-            raise exception.RequestRefused(409, _IN_PROGRESS % server_id)
+            except (nova_compute.UnexpectedTaskState,
+                    nova_create_pipeline.MoveConflict,
+                    rebuild_from_cell0.LeaseLost,
+                    exception.MoveInProgress, exception.MoveInterrupted):
+                raise exception.RequestRefused(409, _IN_PROGRESS % server_id)
+            outcome.server_deleted = build_request is None
         return Rebuilt(prepared, build_request)
 
     def _heal_then_reload(self, context, journal):
@@ -264,6 +269,36 @@ class RebuildFromCell0(object):
             raise exception.RequestRefused(409, _(
                 'Instance %s is not in cell0.') % server_id)
         return nova_compute.get_server_in_cell(context, mapping), mapping
+
+
+def refusal_after_race(context, server_id, refusal):
+    """The answer to a refused rebuild, or in-progress if a move overtook it.
+
+    A rebuild reads the server in several steps; a concurrent rebuild that
+    claimed or moved the server in between makes what was read look like a
+    reason to refuse (no fault, no instance, a task in progress). The
+    answer for this request is then that another rebuild is in progress,
+    which is checked afresh here: a move of the server is in progress, or
+    the server left cell0.
+
+    :param refusal: the RequestRefused this request would answer.
+    :returns: that refusal, or a RequestRefused(409) saying another rebuild
+        is in progress.
+    """
+    admin = context.elevated()
+    mapping = nova_servers.get_mapping(admin, server_id)
+    if mapping is None or mapping.queued_for_delete:
+        return refusal  # deleted meanwhile: the refusal says so
+    if not context.is_admin and mapping.project_id != context.project_id:
+        return refusal  # Nova's 404 for a server of another project
+    if nova_servers.is_cell0(mapping.cell_mapping):
+        journal = objects.MoveJournal.get_by_instance_uuid(admin, server_id)
+        if journal is None or (
+                journal.status != move_journal.Status.IN_PROGRESS):
+            return refusal
+    LOG.info('Rebuild of server %s from cell0 refused: another rebuild '
+             'moved it meanwhile (instead of: %s)', server_id, refusal)
+    return exception.RequestRefused(409, _IN_PROGRESS % server_id)
 
 
 def rebuild_as_admin(context, conf, server_id, image_ref=None):

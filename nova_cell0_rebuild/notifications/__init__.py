@@ -12,8 +12,8 @@
 
 """Versioned notifications of nova-cell0-rebuild.
 
-``cell0_rebuild.rebuild.start``, ``.end``, ``.error`` and ``.refused``
-tell a reaper what became of the rebuilds it asked for. They are sent on
-Nova's notification transport, like Nova's own versioned notifications
-(see :mod:`nova_cell0_rebuild.notifications.rebuild`).
+``cell0_rebuild.rebuild.start``, ``.end``, ``.error``, ``.refused`` and
+``.abandoned`` tell a reaper what became of the rebuilds it asked for. They
+are sent on Nova's notification transport, like Nova's own versioned
+notifications (see :mod:`nova_cell0_rebuild.notifications.rebuild`).
 """

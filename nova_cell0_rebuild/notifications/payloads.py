@@ -18,6 +18,7 @@ reads them the same way; ``nova_object.namespace`` is ours,
 ``nova_cell0_rebuild``.
 """
 
+from oslo_utils import versionutils
 from oslo_versionedobjects import fields as ovo_fields
 
 from nova_cell0_rebuild.objects import base
@@ -102,16 +103,27 @@ class Cell0RebuildErrorPayload(Cell0RebuildPayload):
 
 @base.Cell0RebuildObjectRegistry.register
 class Cell0RebuildRefusedPayload(Cell0RebuildPayload):
-    """A rebuild from cell0 that an eligibility gate refused."""
+    """A rebuild from cell0 that was refused: by a gate, or lost a race."""
 
     # Version 1.0: Initial version
-    VERSION = '1.0'
+    # Version 1.1: gate is nullable: None when another rebuild of the
+    #              server was in progress
+    VERSION = '1.1'
 
     fields = dict(Cell0RebuildPayload.fields, **{
-        # The gate's name in [cell0_rebuild] enabled_gates.
-        'gate': fields.StringField(),
+        # The gate's name in [cell0_rebuild] enabled_gates, or None when
+        # the rebuild was refused because another one was in progress.
+        'gate': fields.StringField(nullable=True),
         # The fault message the user was answered with.
         'reason': fields.StringField(),
         # The HTTP status the user was answered with.
         'code': fields.IntegerField(),
     })
+
+    def obj_make_compatible(self, primitive, target_version):
+        super().obj_make_compatible(primitive, target_version)
+        target_version = versionutils.convert_version_to_tuple(
+            target_version)
+        if target_version < (1, 1) and primitive.get('gate') is None:
+            # 1.0 always named a gate: no gate is no name.
+            primitive['gate'] = ''

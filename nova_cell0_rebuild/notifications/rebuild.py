@@ -21,6 +21,7 @@ import contextlib
 from oslo_log import log as logging
 
 from nova_cell0_rebuild.adapters import nova_notifications
+from nova_cell0_rebuild import exception
 from nova_cell0_rebuild.notifications import payloads
 
 LOG = logging.getLogger(__name__)
@@ -29,10 +30,13 @@ START = 'start'
 END = 'end'
 ERROR = 'error'
 REFUSED = 'refused'
+ABANDONED = 'abandoned'
 
 EVENT_TYPE = 'cell0_rebuild.rebuild.%s'
 
-_PRIORITIES = {START: 'info', END: 'info', ERROR: 'error', REFUSED: 'info'}
+# A refusal is an answer, not a failure: INFO, as start and end.
+_PRIORITIES = {START: 'info', END: 'info', ERROR: 'error', REFUSED: 'info',
+               ABANDONED: 'info'}
 
 # notify_rebuild looks the RequestSpec id up itself unless given one.
 _LOOK_UP = object()
@@ -45,8 +49,9 @@ def _payload(context, phase, server, image_uuid, request_spec_id, refusal,
             context, server.uuid)
     args = (context, server, image_uuid, request_spec_id)
     if phase == REFUSED:
+        # No gate when refused because another rebuild was in progress.
         return payloads.Cell0RebuildRefusedPayload.from_server(
-            *args, gate=refusal.gate, reason=str(refusal),
+            *args, gate=getattr(refusal, 'gate', None), reason=str(refusal),
             code=refusal.status)
     if phase == ERROR:
         return payloads.Cell0RebuildErrorPayload.from_server(
@@ -59,12 +64,13 @@ def notify_rebuild(context, phase, server, image_uuid=None,
                    request_spec_id=_LOOK_UP, refusal=None, fault=None):
     """Send ``cell0_rebuild.rebuild.<phase>`` if Nova sends versioned ones.
 
-    :param phase: START, END, ERROR or REFUSED.
+    :param phase: START, END, ERROR, REFUSED or ABANDONED.
     :param server: the gates' Cell0Server.
     :param image_uuid: the image the server is rebuilt with.
     :param request_spec_id: the server's RequestSpec id; looked up when
         not given.
-    :param refusal: the GateRefused, for REFUSED.
+    :param refusal: the RequestRefused (a GateRefused names its gate), for
+        REFUSED.
     :param fault: the exception, for ERROR.
     """
     if phase not in _PRIORITIES:
@@ -84,18 +90,41 @@ def notify_rebuild(context, phase, server, image_uuid=None,
                       server.uuid)
 
 
+class RebuildOutcome(object):
+    """What the block of :func:`rebuild_notifications` tells of its end.
+
+    :ivar server_deleted: set by the block when the server was deleted
+        while it moved, so it was not handed to the conductor.
+    """
+
+    def __init__(self):
+        self.server_deleted = False
+
+
 @contextlib.contextmanager
 def rebuild_notifications(context, server, image_uuid, request_spec_id):
-    """Notify START, then END, or ERROR if the block raises (re-raised).
+    """Notify START, then how the rebuild ended; exceptions are re-raised.
+
+    END when the server was handed to the conductor; ABANDONED when the
+    block says the server was deleted meanwhile; REFUSED (INFO) when the
+    block raises a RequestRefused, the answer to a rebuild that lost a
+    race; ERROR for any other exception.
 
     :param request_spec_id: the server's RequestSpec id, as read before the
         block changes anything.
+    :returns: (as the ``with`` target) a :class:`RebuildOutcome`.
     """
     notify_rebuild(context, START, server, image_uuid, request_spec_id)
+    outcome = RebuildOutcome()
     try:
-        yield
+        yield outcome
+    except exception.RequestRefused as refusal:
+        notify_rebuild(context, REFUSED, server, image_uuid,
+                       request_spec_id, refusal=refusal)
+        raise
     except Exception as exc:
         notify_rebuild(context, ERROR, server, image_uuid, request_spec_id,
                        fault=exc)
         raise
-    notify_rebuild(context, END, server, image_uuid, request_spec_id)
+    notify_rebuild(context, ABANDONED if outcome.server_deleted else END,
+                   server, image_uuid, request_spec_id)

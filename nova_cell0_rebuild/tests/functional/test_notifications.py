@@ -25,6 +25,8 @@ import fixtures
 from nova import objects as nova_objects
 from oslo_serialization import jsonutils
 
+from nova_cell0_rebuild.adapters import nova_create_pipeline
+from nova_cell0_rebuild.api import rebuild as rebuild_flow
 from nova_cell0_rebuild.tests.functional import base
 from nova_cell0_rebuild.tests.functional import request_ids
 
@@ -45,7 +47,8 @@ SAMPLE_IDS = {
 HOST = 'fake-mini'
 
 
-class NotificationSampleTest(base.Cell0RebuildTestCase):
+class SampleCheckingTestCase(base.Cell0RebuildTestCase):
+    """Helpers to trigger notifications and compare them with samples."""
 
     def setUp(self):
         super().setUp()
@@ -88,6 +91,9 @@ class NotificationSampleTest(base.Cell0RebuildTestCase):
             run_ids['request_spec_id'])
         self.assertJsonEqual(expected, actual)
 
+
+class NotificationSampleTest(SampleCheckingTestCase):
+
     def test_rebuild_start_end(self):
         server = self._buried()
         self._start_compute_here()
@@ -124,6 +130,105 @@ class NotificationSampleTest(base.Cell0RebuildTestCase):
                      self._run_ids(server, resp))
         self.assertEqual(resp.body['conflictingRequest']['message'],
                          refused['payload']['nova_object.data']['reason'])
+
+
+class RefusedAfterStartTest(SampleCheckingTestCase):
+    """How a rebuild that started but did not move the server is told.
+
+    Refusals are INFO ``refused``, never ERROR; a server deleted while it
+    moved gets ``abandoned``, never ``end``.
+    """
+
+    def _by_request(self, resp):
+        request_id = resp.headers['x-openstack-request-id']
+        return [(n['event_type'], n['priority'])
+                for n in self._ours()
+                if n['payload']['nova_object.data']['request_id'] ==
+                request_id]
+
+    def test_loser_inside_the_move_is_refused_not_an_error(self):
+        server = self._buried()
+        self._start_compute_here()
+        self.notifier.reset()
+        real_task = rebuild_flow.RebuildFromCell0.task_factory
+        winner = []
+
+        def winner_moves_first(*args, **kwargs):
+            # The loser passed every gate and sent start; the winner moves
+            # the server before the loser's move claims it.
+            if not winner:
+                winner.append(None)
+                winner[0] = self._rebuild(server['id'])
+            return real_task(*args, **kwargs)
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_cell0_rebuild.api.rebuild.RebuildFromCell0.task_factory',
+            staticmethod(winner_moves_first)))
+        loser = self._rebuild(server['id'])
+        self.assertEqual(202, winner[0].status, winner[0].body)
+        self.assertEqual(409, loser.status, loser.body)
+        self.assertEqual([('cell0_rebuild.rebuild.start', 'INFO'),
+                          ('cell0_rebuild.rebuild.end', 'INFO')],
+                         self._by_request(winner[0]))
+        self.assertEqual([('cell0_rebuild.rebuild.start', 'INFO'),
+                          ('cell0_rebuild.rebuild.refused', 'INFO')],
+                         self._by_request(loser))
+        refused = self._ours()[-1]['payload']
+        self.assertEqual('1.1', refused['nova_object.version'])
+        refused = refused['nova_object.data']
+        self.assertIsNone(refused['gate'])
+        self.assertEqual(409, refused['code'])
+        self.assertEqual(loser.body['conflictingRequest']['message'],
+                         refused['reason'])
+        self._wait_for_state_change(server, 'ACTIVE')
+
+    def test_loser_before_the_move_is_refused_without_a_gate(self):
+        server = self._buried()
+        loser = []
+        real_claim = nova_create_pipeline.claim
+
+        def loser_reads_the_claimed_server(*args, **kwargs):
+            real_claim(*args, **kwargs)
+            if not loser:
+                loser.append(None)
+                loser[0] = self._rebuild(server['id'])
+        self.useFixture(fixtures.MonkeyPatch(PIPELINE + 'claim',
+                                             loser_reads_the_claimed_server))
+        self.notifier.reset()
+        self._rebuild(server['id'])
+        self.assertEqual(409, loser[0].status, loser[0].body)
+        self.assertEqual([('cell0_rebuild.rebuild.refused', 'INFO')],
+                         self._by_request(loser[0]))
+        refused, = [n['payload']['nova_object.data'] for n in self._ours()
+                    if n['event_type'] == 'cell0_rebuild.rebuild.refused']
+        self.assertIsNone(refused['gate'])
+        self.assertEqual(loser[0].body['conflictingRequest']['message'],
+                         refused['reason'])
+
+    def test_server_deleted_while_it_moves_is_abandoned(self):
+        server = self._buried()
+        real_destroy = nova_create_pipeline.destroy_cell0_instance
+
+        def deleted_once_unmapped(*args, **kwargs):
+            destroyed = real_destroy(*args, **kwargs)
+            self.api.delete_server(server['id'])
+            return destroyed
+        self.useFixture(fixtures.MonkeyPatch(
+            PIPELINE + 'destroy_cell0_instance', deleted_once_unmapped))
+        spec_id = nova_objects.RequestSpec.get_by_instance_uuid(
+            self.admin_context, server['id']).id
+        self.notifier.reset()
+        resp = self._rebuild(server['id'])
+        self.assertEqual([('cell0_rebuild.rebuild.start', 'INFO'),
+                          ('cell0_rebuild.rebuild.abandoned', 'INFO')],
+                         self._by_request(resp))
+        self._wait_until_deleted(server)
+        run_ids = {'instance_uuid': server['id'],
+                   'request_id': resp.headers['x-openstack-request-id'],
+                   'reservation_id': server[
+                       'OS-EXT-SRV-ATTR:reservation_id'],
+                   'request_spec_id': spec_id}
+        self._verify('cell0_rebuild-rebuild-abandoned', self._ours()[-1],
+                     run_ids)
 
 
 class NotificationSettingsTest(base.Cell0RebuildTestCase):

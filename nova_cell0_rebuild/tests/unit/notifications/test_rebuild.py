@@ -29,6 +29,7 @@ from oslo_messaging import conffixture
 from nova_cell0_rebuild.adapters import nova_notifications
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild.gates import base as gates_base
+from nova_cell0_rebuild.notifications import payloads
 from nova_cell0_rebuild.notifications import rebuild as notifications
 from nova_cell0_rebuild.tests.unit import base
 
@@ -218,6 +219,39 @@ class RebuildNotificationsTest(_NotifierTestCase):
         priority, _, payload = self.recorded.sent[1]
         self.assertEqual('error', priority)
         self.assertEqual(7, payload['nova_object.data']['request_spec_id'])
+
+    def test_refused_at_info_then_the_refusal_again(self):
+        def lose():
+            with self._around():
+                raise exception.RequestRefused(409, 'in progress')
+        self.assertRaises(exception.RequestRefused, lose)
+        self.assertEqual(['cell0_rebuild.rebuild.start',
+                          'cell0_rebuild.rebuild.refused'],
+                         self.recorded.event_types)
+        priority, _, payload = self.recorded.sent[1]
+        self.assertEqual('info', priority)
+        self.assertEqual({'gate': None, 'code': 409,
+                          'reason': 'in progress'},
+                         {key: payload['nova_object.data'][key]
+                          for key in ('gate', 'code', 'reason')})
+
+    def test_abandoned_not_end_when_the_server_was_deleted(self):
+        with self._around() as outcome:
+            outcome.server_deleted = True
+        self.assertEqual(['cell0_rebuild.rebuild.start',
+                          'cell0_rebuild.rebuild.abandoned'],
+                         self.recorded.event_types)
+        self.assertEqual('info', self.recorded.sent[1][0])
+
+    def test_refused_1_0_has_an_empty_gate_for_none(self):
+        payload = payloads.Cell0RebuildRefusedPayload.from_server(
+            self.context, self.server, IMAGE, 7, gate=None, code=409,
+            reason='in progress')
+        primitive = payload.obj_to_primitive(target_version='1.0')
+        self.assertEqual('1.0', primitive['nova_object.version'])
+        self.assertEqual('', primitive['nova_object.data']['gate'])
+        self.assertIsNone(
+            payload.obj_to_primitive()['nova_object.data']['gate'])
 
     def test_no_error_when_the_process_is_stopping(self):
         def stop():
