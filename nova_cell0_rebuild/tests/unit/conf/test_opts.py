@@ -55,7 +55,8 @@ class TestOptions(base.BaseTestCase):
         self.assertEqual('cell0_rebuild', group.name)
         self.assertEqual(
             {'min_microversion', 'enabled_gates', 'allow_unrecorded',
-             'connection'}, {opt.name for opt in options})
+             'connection', 'notification_retries', 'notification_timeout'},
+            {opt.name for opt in options})
         self.assertTrue(all(opt.help.strip() for opt in options))
 
     def test_connection_is_secret(self):
