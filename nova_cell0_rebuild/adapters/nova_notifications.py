@@ -23,6 +23,7 @@ from nova import objects as nova_objects
 from nova.objects import fields as nova_fields
 from nova import rpc
 from oslo_config import cfg
+import oslo_messaging
 
 CONF = cfg.CONF
 
@@ -53,14 +54,24 @@ def versioned_enabled():
             CONF.notifications.notification_format in _VERSIONED_FORMATS)
 
 
-def send(context, priority, event_type, payload):
+def send(context, priority, event_type, payload, retry=None):
     """Send a versioned notification as nova-api on this host.
 
     :param priority: ``info`` or ``error``.
     :param payload: the payload as a primitive (``obj_to_primitive()``).
+    :param retry: how many times the transport tries again after a
+        failure; None keeps Nova's (``[oslo_messaging_notifications]
+        retry``, for ever by default).
     """
     publisher_id = '%s:%s' % (API_SOURCE, CONF.host)
-    notifier = rpc.get_versioned_notifier(publisher_id)
+    if retry is not None and isinstance(rpc.NOTIFIER,
+                                        oslo_messaging.Notifier):
+        notifier = rpc.NOTIFIER.prepare(publisher_id=publisher_id,
+                                        retry=retry)
+    else:
+        # Nova's harness replaces its notifier with one that takes no
+        # retry (nova.tests.fixtures.NotificationFixture).
+        notifier = rpc.get_versioned_notifier(publisher_id)
     getattr(notifier, priority)(context, event_type=event_type,
                                 payload=payload)
 

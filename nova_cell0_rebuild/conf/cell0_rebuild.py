@@ -98,6 +98,39 @@ connection``), prefixed with ``cell0_rebuild_`` and versioned in their own
 alembic table, so they never interfere with Nova's own migrations. Set this
 only to keep them in a separate database.
 """),
+    cfg.IntOpt(
+        'notification_retries',
+        default=1,
+        min=0,
+        max=10,
+        help="""
+How many times a ``cell0_rebuild.rebuild.*`` notification is sent again when
+the notification transport fails, before it is given up and logged.
+
+Nova's own notifier retries for ever (``[oslo_messaging_notifications]
+retry = -1``), so a notification of ours would wait out a whole RabbitMQ
+outage. Each retry first waits ``[oslo_messaging_rabbit]
+rabbit_retry_interval`` (growing by ``rabbit_retry_backoff``). Raise it if
+your reaper must not miss notifications during a broker failover; the
+rebuild requests never wait for the retries (see
+``notification_timeout``).
+"""),
+    cfg.FloatOpt(
+        'notification_timeout',
+        default=2.0,
+        min=0.0,
+        max=60.0,
+        help="""
+Seconds a rebuild request waits at most for one of its notifications to be
+handed to the notification transport, before it carries on.
+
+Notifications are sent in order by one sender per nova-api process; one the
+request stopped waiting for is still sent, or given up after
+``notification_retries``, and while the sender is held up by a notification
+it waited for in vain, requests do not wait at all. 0 never waits. Lower it
+if rebuild requests must answer fast even while the broker hangs; a healthy
+broker takes milliseconds.
+"""),
 ]
 
 

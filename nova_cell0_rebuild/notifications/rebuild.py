@@ -13,17 +13,22 @@
 """Sending ``cell0_rebuild.rebuild.<phase>`` for a rebuild from cell0.
 
 A notification is only news: failing to send one is logged and never
-changes the answer to the rebuild request.
+changes the answer to the rebuild request, and a request waits for one at
+most ``[cell0_rebuild] notification_timeout`` seconds (the transport tries
+``notification_retries`` times again), however the broker fails.
 """
 
 import contextlib
 
+from oslo_config import cfg
 from oslo_log import log as logging
 
 from nova_cell0_rebuild.adapters import nova_notifications
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild.notifications import payloads
+from nova_cell0_rebuild.notifications import sender
 
+CONF = cfg.CONF
 LOG = logging.getLogger(__name__)
 
 START = 'start'
@@ -77,17 +82,29 @@ def notify_rebuild(context, phase, server, image_uuid=None,
         raise ValueError('unknown notification phase %r' % phase)
     if not nova_notifications.versioned_enabled():
         return
+    event_type = EVENT_TYPE % phase
     try:
         payload = _payload(context, phase, server, image_uuid,
                            request_spec_id, refusal, fault)
         payload.obj_reset_changes(recursive=True)
-        nova_notifications.send(context, _PRIORITIES[phase],
-                                EVENT_TYPE % phase,
-                                payload.obj_to_primitive())
+        primitive = payload.obj_to_primitive()
     except Exception:
         LOG.exception('Could not send the %s notification of the rebuild '
-                      'of server %s from cell0', EVENT_TYPE % phase,
-                      server.uuid)
+                      'of server %s from cell0', event_type, server.uuid)
+        return
+    options = CONF.cell0_rebuild
+
+    def send():
+        try:
+            nova_notifications.send(context, _PRIORITIES[phase], event_type,
+                                    primitive,
+                                    retry=options.notification_retries)
+        except Exception:
+            LOG.exception('Could not send the %s notification of the '
+                          'rebuild of server %s from cell0', event_type,
+                          server.uuid)
+    sender.SENDER.submit(send, options.notification_timeout,
+                         '%s (server %s)' % (event_type, server.uuid))
 
 
 class RebuildOutcome(object):

@@ -20,15 +20,21 @@ rebuild's request id, ...) and the sample's id is then replaced by it.
 """
 
 import os
+import threading
 
 import fixtures
+import nova.conf as nova_conf
 from nova import objects as nova_objects
+from nova import rpc
+import oslo_messaging
 from oslo_serialization import jsonutils
 
 from nova_cell0_rebuild.adapters import nova_create_pipeline
 from nova_cell0_rebuild.api import rebuild as rebuild_flow
+from nova_cell0_rebuild.notifications import sender
 from nova_cell0_rebuild.tests.functional import base
 from nova_cell0_rebuild.tests.functional import request_ids
+from nova_cell0_rebuild.tests.functional import silent_broker
 
 SAMPLES = os.path.normpath(os.path.join(
     os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir,
@@ -258,3 +264,80 @@ class NotificationSettingsTest(base.Cell0RebuildTestCase):
             'nova_cell0_rebuild.adapters.nova_notifications.send',
             side_effect=RuntimeError('the notification bus is down')))
         self.assertEqual([], self._rebuilt())
+
+
+class BrokerOutageTest(base.Cell0RebuildTestCase):
+    """A hung broker never holds a rebuild request for long.
+
+    oslo.messaging's real rabbit driver publishes to a local broker
+    (silent_broker) that answers, then hangs: connections stay open, the
+    port accepts, nothing is answered, as in a RabbitMQ outage.
+    """
+
+    #: What the test allows the request, generously: the default
+    #: notification_timeout (2 s) once, and a loaded machine.
+    BOUND = 30
+
+    def setUp(self):
+        super().setUp()
+        self.broker = silent_broker.SilentBroker()
+        self.addCleanup(self.broker.stop)
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_cell0_rebuild.notifications.sender.SENDER',
+            sender.BackgroundSender()))
+        # Last cleanup first: the broker answers again, and what the sender
+        # still holds is sent before the next test.
+        self.addCleanup(sender.SENDER.wait_until_idle, self.BOUND)
+        self.addCleanup(self.broker.answer_again)
+
+    def _real_notifier(self):
+        """Nova's notifier, as nova.rpc.init builds it, on the broker."""
+        transport = oslo_messaging.get_notification_transport(
+            nova_conf.CONF, url=self.broker.url)
+        self.addCleanup(transport.cleanup)
+        notifier = oslo_messaging.Notifier(
+            transport, driver='messagingv2',
+            serializer=rpc.RequestContextSerializer(
+                rpc.JsonPayloadSerializer()),
+            topics=['versioned_notifications'])
+        self.useFixture(fixtures.MonkeyPatch('nova.rpc.NOTIFIER', notifier))
+        # A connection is pooled, as in a nova-api that ran for a while.
+        rpc.get_versioned_notifier('nova-api:warm-up').info(
+            self.admin_context, 'warm.up', {})
+        self.assertEqual(1, len(self.broker.bodies))
+
+    def _sent(self):
+        return [event for body in self.broker.bodies
+                for event in ('cell0_rebuild.rebuild.start',
+                              'cell0_rebuild.rebuild.end')
+                if event.encode() in body]
+
+    def test_rebuild_answers_while_the_broker_hangs(self):
+        server = self._create_buried_server()
+        self._start_compute('host1')
+        casts = self._record_casts()
+        self._real_notifier()
+        self.broker.fall_silent()
+
+        answered = threading.Event()
+        answers = []
+
+        def rebuild():
+            answers.append(self._rebuild(server['id']))
+            answered.set()
+        threading.Thread(target=rebuild, daemon=True).start()
+        self.assertTrue(answered.wait(self.BOUND),
+                        'no answer within %s s' % self.BOUND)
+        self.assertEqual(202, answers[0].status, answers[0].body)
+        # The rebuild went ahead: the conductor has the server.
+        self.assertEqual([server['id']], casts)
+        self.assertEqual([], self._sent())
+
+        # Once the broker answers again, what was held is delivered, in
+        # order, and Nova's own notifications (which wait for ever) let
+        # the build finish.
+        self.broker.answer_again()
+        self.assertTrue(sender.SENDER.wait_until_idle(self.BOUND))
+        self.assertEqual(['cell0_rebuild.rebuild.start',
+                          'cell0_rebuild.rebuild.end'], self._sent())
+        self._wait_for_state_change(server, 'ACTIVE')

@@ -62,7 +62,8 @@ class TestOptions(base.BaseTestCase):
         self.assertEqual('cell0_rebuild', group.name)
         self.assertEqual(
             {'min_microversion', 'enabled_gates', 'allow_unrecorded',
-             'move_lease_seconds', 'connection'},
+             'move_lease_seconds', 'connection', 'notification_retries',
+             'notification_timeout'},
             {opt.name for opt in options})
         self.assertTrue(all(opt.help.strip() for opt in options))
 

@@ -179,7 +179,7 @@ class Recorded(fixtures.Fixture):
             'versioned_enabled', return_value=True))
         self.useFixture(fixtures.MockPatch(
             'nova_cell0_rebuild.adapters.nova_notifications.send',
-            side_effect=lambda ctxt, priority, event_type, payload:
+            side_effect=lambda ctxt, priority, event_type, payload, **kw:
             self.sent.append((priority, event_type, payload))))
         self.useFixture(fixtures.MockPatch(
             'nova_cell0_rebuild.adapters.nova_notifications.'
