@@ -25,6 +25,7 @@ from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild import objects
 from nova_cell0_rebuild import system_metadata
+from nova_cell0_rebuild.tasks import server_history
 
 LOG = logging.getLogger(__name__)
 
@@ -103,5 +104,7 @@ def forget_deleted(context, instance_uuid, record):
                                                        instance_uuid)
     if journal is not None:
         journal.destroy()
+    # Nova keeps the history of a deleted server (until archive): so do we.
+    server_history.materialise(context, instance_uuid)
     if record is not None:
         forget_if_placed(context, record)

@@ -27,6 +27,7 @@ from nova_cell0_rebuild.db import api as db_api
 from nova_cell0_rebuild.db import models
 from nova_cell0_rebuild import objects
 from nova_cell0_rebuild.objects import fields
+from nova_cell0_rebuild.tasks import server_history
 
 _PAGE = 200
 #: A record still pending this long belongs to a create nova-api never
@@ -96,8 +97,10 @@ def purge(context, before=None, dry_run=False):
         before = timeutils.utcnow()
     records = list(stale_records(admin, before))
     journals = list(stale_journals(admin, before))
+    histories = list(server_history.stale(admin))
     if not dry_run:
-        for obj in records + journals:
+        for obj in records + journals + histories:
             obj.destroy()
     return {'create_records': [r.request_id for r in records],
-            'move_journal': [j.instance_uuid for j in journals]}
+            'move_journal': [j.instance_uuid for j in journals],
+            'server_histories': [h.instance_uuid for h in histories]}

@@ -43,6 +43,7 @@ from nova_cell0_rebuild import objects
 from nova_cell0_rebuild.objects import fields
 from nova_cell0_rebuild.objects import move_journal
 from nova_cell0_rebuild.tasks import base
+from nova_cell0_rebuild.tasks import server_history
 
 LOG = logging.getLogger(__name__)
 
@@ -88,6 +89,7 @@ class RebuildFromCell0Task(base.TaskBase):
         self.journal = None
         self.build_request = None
         self.image = None
+        self.history = None
 
     @property
     def _new_image_id(self):
@@ -103,6 +105,8 @@ class RebuildFromCell0Task(base.TaskBase):
             fault_message=fault.message if fault else None,
             stale_after=self.stale_after, current=self.previous_journal)
         pipeline.claim(self.admin, self.server.cell0, self.instance, CLAIM)
+        self.history = server_history.prepare(
+            self.admin, self.server.cell0, self.instance)
 
     def _move(self):
         self.build_request = pipeline.new_build_request(
@@ -114,7 +118,9 @@ class RebuildFromCell0Task(base.TaskBase):
         pipeline.move_to_build_request(
             self.admin, self.build_request, self.server.cell0,
             request_spec=self.request_spec,
-            also=self._journal_in_move_transaction())
+            also=server_history.stash_in_move(
+                self.admin, self.instance, self.context.request_id,
+                self.history, also=self._journal_in_move_transaction()))
         if self.journal.step != Step.BUILD_REQUEST_WRITTEN:
             self.journal.advance(Step.BUILD_REQUEST_WRITTEN)
 
@@ -195,16 +201,16 @@ def undo(admin, cell0, journal, ex):
         if build_request is None:
             pipeline.release(admin, cell0, uuid, CLAIM)
         elif nova_servers.get_cell0_instance(admin, cell0, uuid) is None:
-            pipeline.bury_again(admin, cell0, build_request,
-                                journal.fault_message)
+            server_history.bury_again(admin, cell0, build_request,
+                                      journal.fault_message)
         else:
             pipeline.move_back_to_cell0(admin, uuid, cell0)
             pipeline.release(admin, cell0, uuid, CLAIM)
     elif journal.step in (Step.CELL0_ROWS_REMOVED, Step.CASTING):
         build_request = pipeline.build_request_pending(admin, uuid)
         if build_request is not None:
-            pipeline.bury_again(admin, cell0, build_request,
-                                journal.fault_message)
+            server_history.bury_again(admin, cell0, build_request,
+                                      journal.fault_message)
     try:
         journal.finish(Status.ROLLED_BACK,
                        error=str(ex) or type(ex).__name__)

@@ -28,6 +28,7 @@ object_data = {
     'Cell0RebuildRefusedPayload': '1.0-a93558fb7dbbd983d223dc708948ac93',
     'CreateRecord': '1.1-3c49714a17143918ae291096cabc08d5',
     'MoveJournal': '1.0-48081056114614633fb90bb6d428d876',
+    'ServerHistory': '1.0-0942d722e7f704f18fee87dc8b283fb6',
 }
 
 # Objects that hold other objects, and the versions they hold.
