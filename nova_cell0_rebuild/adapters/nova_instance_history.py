@@ -67,7 +67,7 @@ def _writer(cctxt):
     return main_db_api.get_context_manager(cctxt).writer.using(cctxt)
 
 
-def _read_in_session(session, instance_uuid, cell_uuid):
+def _read_in_session(session, instance_uuid):
     action_model = main_models.InstanceAction
     event_model = main_models.InstanceActionEvent
     actions = session.query(action_model).filter_by(
@@ -87,13 +87,8 @@ def _read_in_session(session, instance_uuid, cell_uuid):
     ec2 = session.query(main_models.InstanceIdMapping.id).filter_by(
         uuid=instance_uuid).order_by(
             main_models.InstanceIdMapping.id.desc()).first()
-    instance = session.query(main_models.Instance.id).filter_by(
-        uuid=instance_uuid).first()
     return {
         'format': FORMAT,
-        # The row it was read from: while that row lives, nothing of the
-        # history has left it.
-        'source': [cell_uuid, instance[0] if instance else None],
         'actions': [dict(_to_dict(action, _ACTION_COLUMNS),
                          events=events.get(action.id, []))
                     for action in actions],
@@ -111,14 +106,15 @@ def read(context, cell_mapping, instance_uuid):
     with nova_context.target_cell(context, cell_mapping) as cctxt:
         with main_db_api.get_context_manager(cctxt).reader.using(
                 cctxt) as session:
-            return _read_in_session(session, instance_uuid,
-                                    cell_mapping.uuid)
+            return _read_in_session(session, instance_uuid)
 
 
 def _insert_actions(session, instance_uuid, actions):
+    """:returns: how many actions were missing and written."""
     model = main_models.InstanceAction
     present = {row.request_id for row in session.query(
         model.request_id).filter_by(instance_uuid=instance_uuid)}
+    written = 0
     for action in actions:
         if action['request_id'] in present:
             continue
@@ -130,6 +126,8 @@ def _insert_actions(session, instance_uuid, actions):
             session.add(main_models.InstanceActionEvent(
                 action_id=row.id, **_from_dict(event, _EVENT_COLUMNS)))
         present.add(action['request_id'])
+        written += 1
+    return written
 
 
 def _fault_key(fault):
@@ -152,7 +150,7 @@ def _insert_faults(session, instance_uuid, faults):
                                      for f in faults)
                if _fault_key(values) not in known]
     if not missing:
-        return
+        return 0
     kept = [_to_dict(row, _FAULT_COLUMNS) for row in existing]
     for row in existing:
         session.delete(row)
@@ -164,6 +162,7 @@ def _insert_faults(session, instance_uuid, faults):
     for values in rows:
         session.add(model(instance_uuid=instance_uuid, **values))
     session.flush()
+    return len(missing)
 
 
 def _keep_ec2_id(session, instance_uuid, ec2_id, cell_name):
@@ -212,26 +211,30 @@ def restore(session, instance_uuid, history, request_id=None,
 
     :param request_id: the move's rebuild request, whose action the
         conductor wrote as 'create': it is renamed 'rebuild'.
+    :param cell: the CellMapping of *session*, named in logs.
     :returns: whether the history is complete there: the instance exists
         and, with *request_id*, the conductor's action of the rebuild is
-        there too (until then the stash is still needed, to rename it),
-        or the history was read from this very row (a move undone).
-    :param cell: the CellMapping of *session*, for logs and that check.
+        there too, or nothing of the history was missing (a move undone
+        before its cell0 rows went). Until then the stash is still
+        needed: the conductor maps a server it buries in cell0 before it
+        writes its action.
     """
-    # Locking the instance row serialises two readers restoring at once.
+    # Locking the instance row serialises two readers restoring at once,
+    # and a hard delete of the row waits for the restore.
     instance = session.query(main_models.Instance.id).filter_by(
         uuid=instance_uuid).with_for_update().first()
     if instance is None:
         return False
-    _insert_actions(session, instance_uuid, history.get('actions', ()))
-    _insert_faults(session, instance_uuid, history.get('faults', ()))
+    written = _insert_actions(session, instance_uuid,
+                              history.get('actions', ()))
+    written += _insert_faults(session, instance_uuid,
+                              history.get('faults', ()))
     _keep_ec2_id(session, instance_uuid, history.get('ec2_id'),
                  cell.name if cell is not None else None)
     if request_id is None:
         return True
     renamed = _rename_rebuild_action(session, instance_uuid, request_id)
-    source = [cell.uuid if cell is not None else None, instance.id]
-    return renamed or history.get('source') == source
+    return renamed or not written
 
 
 def materialise(context, cell_mapping, instance_uuid, history,

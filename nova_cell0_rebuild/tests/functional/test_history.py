@@ -230,7 +230,7 @@ class HistoryTest(base.Cell0RebuildTestCase):
         faults = self._faults('cell0', server['id'])
         ec2 = self._ec2_id('cell0', server['id'])
         for _ in range(2):
-            # Complete: written back into the very row it was read from.
+            # Complete: nothing of it was missing there (a move undone).
             self.assertTrue(nova_instance_history.materialise(
                 self.admin_context, cell0, server['id'], history,
                 request_id='req-of-a-rebuild-never-cast'))
