@@ -31,6 +31,8 @@ import sqlalchemy as sa
 from nova_cell0_rebuild.adapters import nova_instance_history
 from nova_cell0_rebuild.db import api as db_api
 from nova_cell0_rebuild.db import models
+from nova_cell0_rebuild import objects
+from nova_cell0_rebuild.operations import purge
 from nova_cell0_rebuild.tasks import heal
 from nova_cell0_rebuild.tests.functional import base
 from nova_cell0_rebuild.tests.functional import request_ids
@@ -39,7 +41,8 @@ from nova_cell0_rebuild.tests.functional import test_move_faults
 EVENT = 'conductor_schedule_and_build_instances'
 
 
-class HistoryTest(base.Cell0RebuildTestCase):
+class _HistoryTestCase(base.Cell0RebuildTestCase):
+    """Contexts with their request's id; helpers to read the history."""
 
     def setUp(self):
         super().setUp()
@@ -101,7 +104,9 @@ class HistoryTest(base.Cell0RebuildTestCase):
     def _summary(self, actions):
         return [(a['action'], a['request_id']) for a in actions]
 
-    # Tests
+
+
+class HistoryTest(_HistoryTestCase):
 
     def test_rebuild_keeps_create_history_and_records_rebuild(self):
         server, create_id = self._buried(name='audited')
@@ -261,26 +266,33 @@ class HistoryTest(base.Cell0RebuildTestCase):
         self.assertTrue(all(s.lstrip().upper().startswith('SELECT')
                             for s in statements), statements)
 
+    def test_purge_forgets_stashes_of_servers_gone(self):
+        server, _ = self._buried(name='kept')
+        gone = 'c8b1e9a4-2f3d-4c5b-9a6e-7d8f0a1b2c3d'
+        for uuid in (server['id'], gone):
+            objects.ServerHistory.stash(
+                self.admin_context, uuid, 'fake',
+                {'actions': [], 'faults': [], 'ec2_id': None})
+        result = purge.purge(self.admin_context)
+        self.assertEqual([gone], result['server_histories'])
+        self.assertIsNone(objects.ServerHistory.get_by_instance_uuid(
+            self.admin_context, gone))
+        self.assertIsNotNone(objects.ServerHistory.get_by_instance_uuid(
+            self.admin_context, server['id']))
 
-class ReburialCrashTest(base.Cell0RebuildTestCase):
+
+class ReburialCrashTest(_HistoryTestCase):
     """A crash in the middle of the plugin's own re-burial loses nothing."""
 
-    def setUp(self):
-        super().setUp()
-        self.useFixture(request_ids.RequestIdsAsInNovaApi())
-
     def test_crash_midway_through_bury_again_then_heal(self):
-        body = self._build_server(image_uuid=self.image_id, networks='none')
-        body.update(name='victim', tags=['t1', 't2'])
-        resp = self.api.api_post('/servers', {'server': body})
-        create_id = resp.headers['x-openstack-request-id']
-        server = self._wait_for_state_change(resp.body['server'], 'ERROR')
+        server, create_id = self._buried(name='victim', tags=['t1', 't2'])
         before = self.admin_api.get_server(server['id'])
         with utils.temporary_mutation(self.admin_api, microversion='2.84'):
             actions = self.admin_api.get_instance_actions(server['id'])
             created = self.admin_api.get_instance_action_details(
                 server['id'], create_id)
         bdms = self._bdms(server['id'])
+        ec2 = self._ec2_id('cell0', server['id'])
         self._start_compute('host1')
 
         # The move fails after the cell0 rows are gone: the task buries
@@ -304,6 +316,7 @@ class ReburialCrashTest(base.Cell0RebuildTestCase):
         # The fault it was buried with, Nova's details included.
         self.assertEqual(before['fault'], after['fault'])
         self.assertEqual(bdms, self._bdms(server['id']))
+        self.assertEqual(ec2, self._ec2_id('cell0', server['id']))
         with utils.temporary_mutation(self.admin_api, microversion='2.84'):
             self.assertEqual(actions, self.admin_api.get_instance_actions(
                 server['id']))
