@@ -105,7 +105,6 @@ class _HistoryTestCase(base.Cell0RebuildTestCase):
         return [(a['action'], a['request_id']) for a in actions]
 
 
-
 class HistoryTest(_HistoryTestCase):
 
     def test_rebuild_keeps_create_history_and_records_rebuild(self):
