@@ -54,12 +54,9 @@ class ServerHistory(base.Cell0RebuildObject):
         return stash
 
     @staticmethod
-    def _replace_in_db(context, values):
+    def _create_in_db(context, values):
         # Joins an open transaction on the same facade: the move's.
         with db_api.writer(context) as session:
-            session.query(models.ServerHistory).filter_by(
-                instance_uuid=values['instance_uuid']).delete(
-                    synchronize_session=False)
             db_stash = models.ServerHistory()
             db_stash.update(dict(values,
                                  history=jsonutils.dumps(values['history'])))
@@ -70,8 +67,11 @@ class ServerHistory(base.Cell0RebuildObject):
     @classmethod
     def stash(cls, context, instance_uuid, project_id, history,
               request_id=None):
-        """Write a server's history, replacing one it had already."""
-        db_stash = cls._replace_in_db(context, {
+        """Write a server's history (it has none stashed: one INSERT).
+
+        :raises: DBDuplicateEntry if the server has a stash already.
+        """
+        db_stash = cls._create_in_db(context, {
             'instance_uuid': instance_uuid, 'project_id': project_id,
             'history': history, 'request_id': request_id})
         return cls._from_db_object(context, cls(), db_stash)

@@ -74,13 +74,16 @@ def prepare(admin, cell0, instance):
     """The server's full history in cell0, read for a new move.
 
     Called under the move's claim: a stash left by the previous move is
-    written back into cell0 first, so that the new stash holds it all.
+    written back into cell0 first, and goes, so that the new stash holds
+    it all. Nova's conductor writes the action of a server it buries
+    before the server can be claimed: the rename is done then too.
     """
     stash = objects.ServerHistory.get_by_instance_uuid(admin, instance.uuid)
     if stash is not None:
         nova_instance_history.materialise(
             admin, cell0, instance.uuid, stash.history,
             request_id=stash.request_id)
+        stash.destroy()
     return nova_instance_history.read(admin, cell0, instance.uuid)
 
 
