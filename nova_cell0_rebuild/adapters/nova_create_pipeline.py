@@ -37,6 +37,7 @@ from oslo_db import exception as db_exc
 from oslo_utils import timeutils
 import sqlalchemy as sa
 
+from nova_cell0_rebuild.adapters import nova_instance_history
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild import exception
 
@@ -220,14 +221,20 @@ def _remap_to_cell0_and_drop_build_request(context, instance_uuid, cell_id):
         raise MoveConflict(uuid=instance_uuid)
 
 
-def bury_again(context, cell0, build_request, fault_message):
+def bury_again(context, cell0, build_request, fault_message,
+               history=None):
     """Put a server whose move failed back in cell0, in ERROR, as it was.
 
     What the conductor's burial does, for a move that lost its cell0 rows
     before the conductor was reached: the instance is written to cell0 from
-    its BuildRequest with its BDMs, tags and the fault it was buried with,
-    then its mapping points at cell0 again and the BuildRequest goes.
+    its BuildRequest with its BDMs, tags, history and the faults it was
+    buried with, all in one cell0 transaction (a crash midway leaves
+    nothing there, and the BuildRequest still holds it all), then its
+    mapping points at cell0 again and the BuildRequest goes.
 
+    :param history: the server's stashed cell0 history
+        (nova_instance_history.read); without it, a fault made of
+        *fault_message* stands for the one it was buried with.
     :returns: False when the server was deleted (or taken by the
         conductor) meanwhile; nothing is left in cell0 then.
     """
@@ -235,17 +242,11 @@ def bury_again(context, cell0, build_request, fault_message):
     instance.vm_state = vm_states.ERROR
     instance.task_state = None
     with nova_context.target_cell(context, cell0) as cctxt:
-        instance._context = cctxt
-        instance.create()
-        for bdm in clone_bdms(build_request.block_device_mappings):
-            bdm._context = cctxt
-            bdm.instance_uuid = instance.uuid
-            bdm.create()
-        nova_objects.TagList.create(
-            cctxt, instance.uuid, [tag.tag for tag in build_request.tags])
-        nova_objects.InstanceFault(
-            cctxt, instance_uuid=instance.uuid, code=500,
-            message=fault_message or '', details='', host=None).create()
+        # Nova's own writes below join this transaction: same context.
+        with main_db_api.get_context_manager(cctxt).writer.using(
+                cctxt) as session:
+            _write_buried(cctxt, session, instance, build_request,
+                          fault_message, history, cell0)
     try:
         _remap_to_cell0_and_drop_build_request(context, instance.uuid,
                                                cell0.id)
@@ -253,6 +254,27 @@ def bury_again(context, cell0, build_request, fault_message):
         destroy_cell0_instance(context, cell0, instance)
         return False
     return True
+
+
+def _write_buried(cctxt, session, instance, build_request, fault_message,
+                  history, cell0):
+    instance._context = cctxt
+    instance.create()
+    for bdm in clone_bdms(build_request.block_device_mappings):
+        bdm._context = cctxt
+        bdm.instance_uuid = instance.uuid
+        bdm.create()
+    nova_objects.TagList.create(
+        cctxt, instance.uuid, [tag.tag for tag in build_request.tags])
+    if history:
+        nova_instance_history.restore(session, instance.uuid, history,
+                                      cell=cell0)
+    if history and history.get('faults'):
+        return
+    # A move stashed by an older release: its fault message only.
+    nova_objects.InstanceFault(
+        cctxt, instance_uuid=instance.uuid, code=500,
+        message=fault_message or '', details='', host=None).create()
 
 
 def move_back_to_cell0(context, instance_uuid, cell0):

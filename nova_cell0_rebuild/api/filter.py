@@ -34,6 +34,7 @@ from nova_cell0_rebuild import conf as plugin_conf
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild import gates
 from nova_cell0_rebuild import objects
+from nova_cell0_rebuild.tasks import server_history
 
 LOG = logging.getLogger(__name__)
 
@@ -44,6 +45,9 @@ CREATE_PATH = re.compile(r'^%s/(?:servers|os-volumes_boot)$' % _PROJECT)
 ACTION_PATH = re.compile(r'^%s/servers/(?P<server_id>[^/]+)/action$'
                          % _PROJECT)
 SERVER_PATH = re.compile(r'^%s/servers/(?P<server_id>[^/]+)$' % _PROJECT)
+ACTIONS_PATH = re.compile(
+    r'^%s/servers/(?P<server_id>[^/]+)/os-instance-actions(?:/[^/]+)?$'
+    % _PROJECT)
 
 
 class Cell0RebuildFilter(object):
@@ -158,8 +162,26 @@ class Cell0RebuildFilter(object):
             LOG.exception('Could not remove the RequestSpec and group '
                           'membership of deleted server %s', server_id)
 
+    @staticmethod
+    def _history(req, server_id):
+        """Write back a moved server's history before Nova reads it."""
+        context = req.environ.get('nova.context')
+        if context is None:
+            return
+        try:
+            server_history.materialise(context.elevated(), server_id,
+                                       reader=context)
+        except Exception:
+            # The listing still answers, without what was not written.
+            LOG.exception('Could not write back the history of server %s',
+                          server_id)
+
     @webob.dec.wsgify
     def __call__(self, req):
+        if req.method == 'GET':
+            actions = ACTIONS_PATH.match(req.path_info)
+            if actions:
+                self._history(req, actions.group('server_id'))
         if req.method == 'DELETE':
             server = SERVER_PATH.match(req.path_info)
             if server:

@@ -27,6 +27,7 @@ from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild import objects
 from nova_cell0_rebuild.objects import fields
+from nova_cell0_rebuild.tasks import server_history
 
 LOG = logging.getLogger(__name__)
 
@@ -98,6 +99,8 @@ def forget_deleted(context, instance_uuid, record):
     else:
         if journal is not None:
             journal.destroy()
+    # Nova keeps the history of a deleted server (until archive): so do we.
+    server_history.materialise(context, instance_uuid)
     if record is not None:
         forget_if_placed(context, record)
     return may_be_cast

@@ -109,3 +109,27 @@ class MoveJournal(BASE):
     lease_token = sa.Column(sa.Integer, nullable=False, default=0,
                             server_default='0')
     lease_expires_at = sa.Column(sa.DateTime, nullable=True)
+
+
+class ServerHistory(BASE):
+    """A server's history, kept while its move out of cell0 deletes it.
+
+    One row per server: the instance actions with their events, the faults
+    and the ec2 id the server had in cell0, as JSON, and the move's rebuild
+    request id. Written before the cell0 rows are hard-deleted, written
+    back into the cell the server lives in later, then deleted.
+    """
+
+    __tablename__ = TABLE_PREFIX + 'server_histories'
+    __table_args__ = (
+        sa.UniqueConstraint(
+            'instance_uuid',
+            name='uniq_cell0_rebuild_server_histories0instance_uuid'),
+        {'mysql_engine': 'InnoDB', 'mysql_charset': 'utf8mb4'},
+    )
+
+    id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
+    instance_uuid = sa.Column(sa.String(36), nullable=False)
+    request_id = sa.Column(sa.String(255), nullable=True)
+    project_id = sa.Column(sa.String(255), nullable=False)
+    history = sa.Column(MediumText, nullable=False)

@@ -36,6 +36,7 @@ from nova_cell0_rebuild.db import models
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild import objects
 from nova_cell0_rebuild.objects import fields
+from nova_cell0_rebuild.tasks import server_history
 
 LOG = logging.getLogger(__name__)
 
@@ -179,15 +180,22 @@ def purge(context, before=None, dry_run=False):
     """Delete (or with *dry_run* only list) what is no longer needed.
 
     :param before: a naive UTC datetime; only rows last changed before it.
-    :returns: {'create_records': [...], 'move_journal': [...]} of the rows
-        deleted (or that would be), by request id and instance uuid, and
-        'accepted_create_records': pending records completed (or that
-        would be) because their servers are in cell0.
+    :returns: {'create_records': [...], 'move_journal': [...],
+        'server_histories': [...]} of the rows deleted (or that would be),
+        by request id and instance uuid, and 'accepted_create_records':
+        pending records completed (or that would be) because their
+        servers are in cell0.
     """
     admin = context.elevated()
     if before is None:
         before = timeutils.utcnow()
     records, accepted = purge_records(admin, before, dry_run=dry_run)
     journals = purge_journals(admin, before, dry_run=dry_run)
+    # Nothing writes the stash of a server that is gone any more.
+    histories = list(server_history.stale(admin))
+    if not dry_run:
+        for stash in histories:
+            stash.destroy()
     return {'create_records': records, 'move_journal': journals,
-            'accepted_create_records': accepted}
+            'accepted_create_records': accepted,
+            'server_histories': [h.instance_uuid for h in histories]}

@@ -58,6 +58,7 @@ from nova_cell0_rebuild import objects
 from nova_cell0_rebuild.objects import fields
 from nova_cell0_rebuild.objects import move_journal
 from nova_cell0_rebuild.tasks import base
+from nova_cell0_rebuild.tasks import server_history
 
 LOG = logging.getLogger(__name__)
 
@@ -113,6 +114,7 @@ class RebuildFromCell0Task(base.TaskBase):
         self.journal = None
         self.build_request = None
         self.image = None
+        self.history = None
         #: Set just before the cast: from then on nothing is undone.
         self.cast_attempted = False
 
@@ -131,6 +133,8 @@ class RebuildFromCell0Task(base.TaskBase):
             fault_message=fault.message if fault else None,
             current=self.previous_journal)
         pipeline.claim(self.admin, self.server.cell0, self.instance, CLAIM)
+        self.history = server_history.prepare(
+            self.admin, self.server.cell0, self.instance)
 
     def _move(self):
         self.build_request = pipeline.new_build_request(
@@ -145,7 +149,10 @@ class RebuildFromCell0Task(base.TaskBase):
         pipeline.move_to_build_request(
             self.admin, self.build_request, self.server.cell0,
             request_spec=self.request_spec,
-            also=self._advance_to_written if in_transaction else None)
+            also=server_history.stash_in_move(
+                self.admin, self.instance, self.context.request_id,
+                self.history,
+                also=self._advance_to_written if in_transaction else None))
         if not in_transaction:
             try:
                 self._advance_to_written()
@@ -329,8 +336,8 @@ def undo(admin, cell0, journal, ex):
         if has_rows:
             pipeline.move_back_to_cell0(admin, uuid, cell0)
         else:
-            pipeline.bury_again(admin, cell0, build_request,
-                                journal.fault_message)
+            server_history.bury_again(admin, cell0, build_request,
+                                      journal.fault_message)
     try:
         journal.finish(Status.ROLLED_BACK,
                        error=str(ex) or type(ex).__name__)

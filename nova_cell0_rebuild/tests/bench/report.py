@@ -52,9 +52,17 @@ MOVE_ALLOWANCE = dict(
         # Load the server: instance (+ joins), metadata, system_metadata.
         (('cell0', 'SELECT', 'instances'), 3),
         (('cell0', 'SELECT', 'block_device_mapping'), 1),
-        (('cell0', 'SELECT', 'instance_faults'), 1),
-        # The create action's request id.
-        (('cell0', 'SELECT', 'instance_actions'), 1),
+        # The fault (gates), then every fault (the history, below).
+        (('cell0', 'SELECT', 'instance_faults'), 2),
+        # The create action's request id, then every action.
+        (('cell0', 'SELECT', 'instance_actions'), 2),
+        # The server's history, read to be kept: with its faults and
+        # actions above, the actions' events and its ec2 id; a stash left
+        # by an earlier move looked up first, then the history stashed.
+        (('cell0', 'SELECT', 'instance_actions_events'), 1),
+        (('cell0', 'SELECT', 'instance_id_mappings'), 1),
+        (('api', 'SELECT', 'cell0_rebuild_server_histories'), 1),
+        (('api', 'INSERT', 'cell0_rebuild_server_histories'), 1),
         # Claim (task_state CAS).
         (('cell0', 'UPDATE', 'instances'), 1),
         # The create record (requested networks, personality).

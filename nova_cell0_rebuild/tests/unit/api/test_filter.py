@@ -302,3 +302,35 @@ class TestCreateCapture(FilterTestCase):
         self.assertEqual(503, fault['code'])
         self.assertIn('create record could not be written', fault['message'])
         self.assertEqual('compute 2.1', resp.headers['OpenStack-API-Version'])
+
+
+class TestHistoryWriteBack(FilterTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.materialise = self.useFixture(fixtures.MockPatch(
+            'nova_cell0_rebuild.tasks.server_history.materialise')).mock
+
+    def test_only_instance_action_reads_write_back_first(self):
+        paths = ['/servers/%s' % SERVER_ID, '/servers', '/servers/detail',
+                 '/servers/%s/os-instance-actions' % SERVER_ID,
+                 '/servers/%s/os-instance-actions/req-9' % SERVER_ID,
+                 '/%s/servers/%s/os-instance-actions' % (PROJECT, SERVER_ID)]
+        for path in paths:
+            resp, nova = self._send(self._request(path, 'GET'),
+                                    FakeNova(self, status=200))
+            self.assertEqual(200, resp.status_int)
+            self.assertEqual([('GET', path)],
+                             [call[:2] for call in nova.calls])
+        self.assertEqual(3, self.materialise.call_count)
+        for call in self.materialise.call_args_list:
+            self.assertEqual(SERVER_ID, call.args[1])
+            self.assertIs(self.context, call.kwargs['reader'])
+
+    def test_a_failed_write_back_still_answers(self):
+        self.materialise.side_effect = RuntimeError('db blip')
+        resp, nova = self._send(
+            self._request('/servers/%s/os-instance-actions' % SERVER_ID,
+                          'GET'), FakeNova(self, status=200))
+        self.assertEqual(200, resp.status_int)
+        self.assertEqual(1, len(nova.calls))

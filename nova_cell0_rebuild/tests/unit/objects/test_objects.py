@@ -28,6 +28,7 @@ object_data = {
     'Cell0RebuildRefusedPayload': '1.1-6abacafe05a59ff1de95bf30e71bd027',
     'CreateRecord': '1.1-3c49714a17143918ae291096cabc08d5',
     'MoveJournal': '1.1-3a373d608ebe22d9d4a0f6cc6e3099f1',
+    'ServerHistory': '1.0-0942d722e7f704f18fee87dc8b283fb6',
 }
 
 # Objects that hold other objects, and the versions they hold.
