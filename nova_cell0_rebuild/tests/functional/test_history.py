@@ -306,7 +306,7 @@ class ReburialCrashTest(_HistoryTestCase):
             self.assertRaises(test_move_faults.SimulatedCrash,
                               self._rebuild, server['id'])
 
-        healed = heal.heal(self.admin_context, older_than=0)
+        healed = self._heal_after_restart()
         self.assertEqual([(server['id'], 'cell0_rows_removed',
                            heal.ROLLED_BACK)], healed)
         after = self.admin_api.get_server(server['id'])
