@@ -21,6 +21,7 @@ from nova.db.main import api as main_db_api
 from nova import objects as nova_objects
 from nova import test
 from nova.tests import fixtures as nova_fixtures
+from nova.tests.functional.api import client as api_client
 from nova.tests.functional import fixtures as func_fixtures
 from nova.tests.functional import integrated_helpers
 from nova import utils
@@ -72,6 +73,14 @@ class Cell0RebuildTestCase(integrated_helpers.InstanceHelperMixin,
         self.start_service('scheduler')
         self.start_service('conductor')
         self.admin_context = nova_context.get_admin_context()
+
+    def _client(self, user, project, roles):
+        """An API client for *user* of *project* with Keystone's *roles*."""
+        client = api_client.TestOpenStackClient(
+            user, self.api.base_url.rsplit('/', 1)[0] + '/v2.1',
+            project_id=project, roles=roles)
+        client.microversion = 'latest'
+        return client
 
     def _cell0_instance(self, server_id):
         """The server's instance row in cell0, with system_metadata."""

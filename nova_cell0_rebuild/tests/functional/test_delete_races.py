@@ -38,10 +38,10 @@ from testtools import content
 from nova_cell0_rebuild.adapters import nova_create_pipeline as pipeline
 from nova_cell0_rebuild.db import api as db_api
 from nova_cell0_rebuild.db import models
-from nova_cell0_rebuild.objects import move_journal
 from nova_cell0_rebuild.tasks import heal
 from nova_cell0_rebuild.tests.functional import base
 from nova_cell0_rebuild.tests.functional import fixtures as plugin_fixtures
+from nova_cell0_rebuild.tests.functional import test_move_faults
 
 PIPELINE = 'nova_cell0_rebuild.adapters.nova_create_pipeline.'
 CONDUCTOR = 'nova.conductor.manager.ComputeTaskManager.'
@@ -230,23 +230,7 @@ class DeleteRacesMoveTest(DeleteRacesTestBase):
             if not fired:
                 fired.append(True)
                 effect()
-        if function.startswith('journal:'):
-            step = function.split(':', 1)[1]
-            real_advance = move_journal.MoveJournal.advance
-
-            def advance(journal, to):
-                if to == step:
-                    once()
-                return real_advance(journal, to)
-            return fixtures.MonkeyPatch(
-                'nova_cell0_rebuild.objects.move_journal.MoveJournal.'
-                'advance', advance)
-        real = getattr(pipeline, function)
-
-        def hook(*args, **kwargs):
-            once()
-            return real(*args, **kwargs)
-        return fixtures.MockPatch(PIPELINE + function, side_effect=hook)
+        return test_move_faults.MoveChecks._inject(self, function, once)
 
     def test_delete_at_every_step_before_the_cast(self):
         built = self._record_casts()

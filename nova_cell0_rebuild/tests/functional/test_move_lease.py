@@ -24,7 +24,6 @@
 import eventlet
 from eventlet import event
 from nova import policy as nova_policy
-from nova.tests.functional.api import client as api_client
 
 from nova_cell0_rebuild.adapters import nova_create_pipeline as pipeline
 from nova_cell0_rebuild.db import api as db_api
@@ -253,13 +252,6 @@ class HealNeedsAuthorizationTest(_LeaseTestBase):
         self.flags(enforce_new_defaults=True, group='oslo_policy')
         nova_policy.reset()
         nova_policy.init()
-
-    def _client(self, user, project, roles):
-        client = api_client.TestOpenStackClient(
-            user, self.api.base_url.rsplit('/', 1)[0] + '/v2.1',
-            project_id=project, roles=roles)
-        client.microversion = 'latest'
-        return client
 
     def _interrupted(self):
         """A server whose move died after removing its cell0 rows."""

@@ -29,7 +29,6 @@ import re
 from nova.policies import base as nova_policy_base
 from nova.policies import servers as nova_server_policies
 from nova import policy as nova_policy
-from nova.tests.functional.api import client as api_client
 from oslo_utils import uuidutils
 from testtools import content
 
@@ -90,13 +89,6 @@ class PolicyMatrixTest(base.Cell0RebuildTestCase):
             for name, user, project, roles in CALLERS}
         self.matrix = {}
         self.addCleanup(self._add_matrix_detail)
-
-    def _client(self, user, project, roles):
-        client = api_client.TestOpenStackClient(
-            user, self.api.base_url.rsplit('/', 1)[0] + '/v2.1',
-            project_id=project, roles=roles)
-        client.microversion = 'latest'
-        return client
 
     def _add_matrix_detail(self):
         actions = sorted(self.matrix)
