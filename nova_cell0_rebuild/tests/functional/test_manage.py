@@ -15,6 +15,7 @@
 import base64
 import io
 import json
+import sys
 
 from nova.compute import vm_states
 from nova import context as nova_context
@@ -31,6 +32,7 @@ from nova_cell0_rebuild.db import api as db_api
 from nova_cell0_rebuild.db import models
 from nova_cell0_rebuild import gates
 from nova_cell0_rebuild.operations import inventory
+from nova_cell0_rebuild.tests.bench import sql
 from nova_cell0_rebuild.tests.functional import base
 
 
@@ -185,7 +187,10 @@ class ListScalesTest(base.Cell0RebuildTestCase):
         count = [0]
 
         def counter(*args, **kwargs):
-            count[0] += 1
+            # Nova's services heartbeat and run periodic tasks meanwhile:
+            # only what the listing issues counts.
+            if sql.origin(sys._getframe(1)) == sql.API:
+                count[0] += 1
         for engine in engines:
             sa.event.listen(engine, 'before_cursor_execute', counter)
         try:
