@@ -29,7 +29,6 @@ membership, which it reads from the request it was sent, never from the
 database, are removed then.
 """
 
-from nova import exception as nova_exception
 from nova import objects as nova_objects
 from nova.scheduler.client import report
 from oslo_log import log as logging
@@ -40,29 +39,22 @@ from nova_cell0_rebuild.adapters import nova_servers
 LOG = logging.getLogger(__name__)
 
 
-def _has_build_request(context, instance_uuid):
-    try:
-        nova_objects.BuildRequest.get_by_instance_uuid(context, instance_uuid)
-    except nova_exception.BuildRequestNotFound:
-        return False
-    return True
-
-
 def _deleted_unbuilt(context, instance_uuid, may_be_cast):
     """Whether the server is deleted and has no instance row in a cell."""
-    if _has_build_request(context, instance_uuid):
-        return False  # still wanted, or Nova's delete is not done with it
-    mapping = nova_servers.get_mapping(context, instance_uuid)
-    if mapping is None:
+    found = nova_servers.where_is(context, [instance_uuid]).get(
+        instance_uuid)
+    if found is None:
         return True
-    if mapping.cell_mapping is not None:
+    if found.build_request:
+        return False  # still wanted, or Nova's delete is not done with it
+    if found.cell_uuid is not None:
         # An instance row in a cell (cell0 included): Nova's delete and
         # archive own it; or heal mapped it back to cell0.
         return False
     # No cell and no BuildRequest: only a delete leaves that, but before
     # the cast the move sees the BuildRequest gone before Nova's delete
     # has queued the mapping; after it, only a queued mapping is proof.
-    return bool(mapping.queued_for_delete) or not may_be_cast
+    return found.queued_for_delete or not may_be_cast
 
 
 def _delete_allocation(context, instance_uuid):

@@ -12,6 +12,9 @@
 
 """Adapter for where Nova keeps a server: mappings, build requests, cells."""
 
+import dataclasses
+import typing as ty
+
 from nova import context as nova_context
 from nova.db.api import api as api_db_api
 from nova.db.api import models as api_models
@@ -102,16 +105,65 @@ def is_cell0(cell_mapping):
     return cell_mapping is not None and cell_mapping.uuid == CELL0_UUID
 
 
+@dataclasses.dataclass(frozen=True)
+class Whereabouts(object):
+    """Where Nova keeps a server, as its API database says.
+
+    :ivar cell_uuid: the uuid of the cell its mapping names, or None.
+    :ivar queued_for_delete: Nova's delete queued its mapping (NULL, as
+        Nova reads it, is not).
+    :ivar build_request: a BuildRequest of it exists.
+    """
+
+    cell_uuid: ty.Optional[str]
+    queued_for_delete: bool
+    build_request: bool
+
+    @property
+    def in_real_cell(self):
+        """Placed in a cell that is not cell0: no concern of the plugin."""
+        return self.cell_uuid is not None and self.cell_uuid != CELL0_UUID
+
+    @property
+    def waiting(self):
+        """Alive and still in cell0 or a BuildRequest: may be rebuilt."""
+        return not self.queued_for_delete and not self.in_real_cell
+
+
+@api_db_api.context_manager.reader
+def where_is(context, instance_uuids):
+    """{uuid: Whereabouts} of the servers that have a mapping.
+
+    One indexed statement whatever the number of servers, cells and build
+    requests: the mappings (``instance_uuid`` is unique) joined with their
+    cell and BuildRequest; no object is loaded or deserialized.
+    """
+    if not instance_uuids:
+        return {}
+    mapping = api_models.InstanceMapping
+    cell = api_models.CellMapping
+    request = api_models.BuildRequest
+    rows = context.session.query(
+        mapping.instance_uuid, cell.uuid, mapping.queued_for_delete,
+        request.id).outerjoin(
+            cell, cell.id == mapping.cell_id).outerjoin(
+            request, request.instance_uuid == mapping.instance_uuid).filter(
+            mapping.instance_uuid.in_(list(instance_uuids))).all()
+    return {uuid: Whereabouts(cell_uuid=cell_uuid,
+                              queued_for_delete=bool(queued),
+                              build_request=request_id is not None)
+            for uuid, cell_uuid, queued, request_id in rows}
+
+
 def still_in_cell0_or_building(context, instance_uuids):
-    """The servers among *instance_uuids* not yet placed in a real cell."""
-    waiting = []
-    for instance_uuid in instance_uuids:
-        mapping = get_mapping(context, instance_uuid)
-        if mapping is None or mapping.queued_for_delete:
-            continue
-        if mapping.cell_mapping is None or is_cell0(mapping.cell_mapping):
-            waiting.append(instance_uuid)
-    return waiting
+    """The servers among *instance_uuids* not yet placed in a real cell.
+
+    One statement (:func:`where_is`); servers deleted or without a mapping
+    are not waiting.
+    """
+    found = where_is(context, instance_uuids)
+    return [uuid for uuid in instance_uuids
+            if uuid in found and found[uuid].waiting]
 
 
 def get_instance_uuids_by_reservation(context, reservation_id):

@@ -122,14 +122,15 @@ class Cell0RebuildFilter(object):
 
     def _delete(self, req, server_id):
         context = req.environ.get('nova.context')
+        if context is None or not self._may_concern_us(context, server_id):
+            return req.get_response(self.application)
         record = None
-        if context is not None:
-            try:
-                record = record_keeping.record_of_server(
-                    context.elevated(), server_id)
-            except Exception:
-                LOG.exception('Could not look up the create record of '
-                              'server %s', server_id)
+        try:
+            record = record_keeping.record_of_server(
+                context.elevated(), server_id)
+        except Exception:
+            LOG.exception('Could not look up the create record of '
+                          'server %s', server_id)
         resp = req.get_response(self.application)
         if resp.status_int == 204:
             may_be_cast = True
@@ -141,6 +142,25 @@ class Cell0RebuildFilter(object):
                               'journal of server %s', server_id)
             self._forget_unbuilt(context, server_id, may_be_cast)
         return resp
+
+    @staticmethod
+    def _may_concern_us(context, server_id):
+        """Whether a DELETE may leave something of ours to forget.
+
+        Only a server in cell0 or still a BuildRequest can have a move
+        journal, a create record still needed or leftovers of a move: for
+        every other server (and an unknown id, which Nova answers 404) the
+        filter costs this one indexed look-up and nothing more.
+        """
+        try:
+            found = nova_servers.where_is(context.elevated(),
+                                          [server_id]).get(server_id)
+        except Exception:
+            LOG.exception('Could not look up where server %s is; its '
+                          'delete is handled as if it were moving',
+                          server_id)
+            return True
+        return found is not None and not found.in_real_cell
 
     @staticmethod
     def _forget_unbuilt(context, server_id, may_be_cast):

@@ -61,8 +61,19 @@ def forget_if_placed(context, record):
 
 
 def record_of_server(context, instance_uuid):
-    """The create record of a server, or None."""
+    """The create record of a server, or None.
+
+    A one-server create's record names the server: one indexed query on
+    the plugin's table. Only when none does, the reservation of the server
+    is looked up (siblings of a multi-create share one record).
+    """
+    try:
+        return objects.CreateRecord.get_for_instance(context, instance_uuid)
+    except exception.CreateRecordNotFound:
+        pass
     reservation_id = nova_servers.get_reservation_id(context, instance_uuid)
+    if reservation_id is None:
+        return None
     try:
         return objects.CreateRecord.get_for_instance(
             context, instance_uuid, reservation_id=reservation_id)
