@@ -156,14 +156,26 @@ def content_type_supported(req):
     return True
 
 
+#: Nova's enforcer our rules were last registered on.
+_registered_on = None
+
+
 def _enforcer():
+    """Nova's enforcer, with our rules registered on it once.
+
+    Our rules are checked through Nova's enforcer, so that operators
+    override them in Nova's policy file like any Nova rule. Nova builds a
+    new enforcer only after ``nova.policy.reset()`` (tests, a policy
+    reload): only then are our rules registered again.
+    """
+    global _registered_on
     nova_policy.init()
-    # Our rules are checked through Nova's enforcer, so that operators
-    # override them in Nova's policy file like any Nova rule.
     enforcer = nova_policy._ENFORCER
-    for rule in policies.list_rules():
-        if rule.name not in enforcer.registered_rules:
-            enforcer.register_default(rule)
+    if enforcer is not _registered_on:
+        for rule in policies.list_rules():
+            if rule.name not in enforcer.registered_rules:
+                enforcer.register_default(rule)
+        _registered_on = enforcer
     return enforcer
 
 

@@ -12,10 +12,15 @@
 
 """Microversions are read exactly as Nova reads them."""
 
+import fixtures
+import nova.conf
+from nova import policy as nova_policy
 from oslotest import base
 import webob
 
 from nova_cell0_rebuild.adapters import nova_api
+from nova_cell0_rebuild import policies
+from nova_cell0_rebuild.policies import rebuild as rebuild_policies
 
 
 def _request(**headers):
@@ -53,3 +58,30 @@ class TestRequestedVersion(base.BaseTestCase):
     def test_parse(self):
         self.assertEqual(nova_api.APIVersion('2.65'), nova_api.parse('2.65'))
         self.assertRaises(ValueError, nova_api.parse, 'x')
+
+
+class TestEnforcer(base.BaseTestCase):
+    """Our rules are registered on Nova's enforcer once, not per request."""
+
+    def setUp(self):
+        super().setUp()
+        nova.conf.CONF([], project='nova')
+        self.addCleanup(nova_policy.reset)
+        nova_policy.reset()
+        self.listed = self.useFixture(fixtures.MockPatch(
+            'nova_cell0_rebuild.policies.list_rules',
+            side_effect=policies.list_rules)).mock
+
+    def test_rules_are_registered_once_per_enforcer(self):
+        first = nova_api._enforcer()
+        self.assertIs(first, nova_api._enforcer())
+        self.assertEqual(1, self.listed.call_count)
+        self.assertIn(rebuild_policies.REBUILD_FROM_CELL0,
+                      first.registered_rules)
+        # A new enforcer (policy reset) gets them again.
+        nova_policy.reset()
+        second = nova_api._enforcer()
+        self.assertIsNot(first, second)
+        self.assertEqual(2, self.listed.call_count)
+        self.assertIn(rebuild_policies.REBUILD_FROM_CELL0,
+                      second.registered_rules)
