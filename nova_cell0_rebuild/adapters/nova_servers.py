@@ -13,6 +13,7 @@
 """Adapter for where Nova keeps a server: mappings, build requests, cells."""
 
 import dataclasses
+import datetime
 import typing as ty
 
 from nova import context as nova_context
@@ -24,6 +25,7 @@ from nova import exception as nova_exception
 from nova import objects as nova_objects
 from nova.objects import cell_mapping
 from oslo_log import log as logging
+from oslo_serialization import jsonutils
 
 from nova_cell0_rebuild import exception
 
@@ -166,19 +168,93 @@ def still_in_cell0_or_building(context, instance_uuids):
             if uuid in found and found[uuid].waiting]
 
 
-def get_instance_uuids_by_reservation(context, reservation_id):
-    """Return the uuids of every server created in one reservation."""
-    uuids = set()
-    build_requests = nova_objects.BuildRequestList.get_by_filters(
-        context, {'reservation_id': reservation_id})
-    uuids.update(br.instance_uuid for br in build_requests)
-    results = nova_context.scatter_gather_all_cells(
-        context, nova_objects.InstanceList.get_by_filters,
-        {'reservation_id': reservation_id}, expected_attrs=[])
-    for result in results.values():
-        if not nova_context.is_cell_failure_sentinel(result):
-            uuids.update(instance.uuid for instance in result)
-    return sorted(uuids)
+#: How much earlier than the create record a BuildRequest of the same
+#: request may say it was written: MySQL's DATETIME keeps whole seconds.
+_CLOCK_SLACK = datetime.timedelta(seconds=2)
+
+
+def _reservation_of(serialized_instance):
+    """The reservation id in a BuildRequest's serialized Instance, or None.
+
+    Read from the primitive: deserializing the Instance (what Nova's
+    BuildRequest does) is not needed for one string.
+    """
+    try:
+        return jsonutils.loads(serialized_instance)[
+            'nova_object.data'].get('reservation_id')
+    except (TypeError, ValueError, KeyError, AttributeError):
+        return None
+
+
+@api_db_api.context_manager.reader
+def _project_build_requests_since(context, project_id, since):
+    """[(instance uuid, reservation id)] of a project's recent BuildRequests.
+
+    One query on ``build_requests_project_id_idx``: BuildRequests of other
+    projects, and the project's own written before *since*, are not read.
+    """
+    request = api_models.BuildRequest
+    rows = context.session.query(request.instance_uuid,
+                                 request.instance).filter(
+        request.project_id == project_id,
+        request.created_at >= since - _CLOCK_SLACK).all()
+    return [(uuid, _reservation_of(instance)) for uuid, instance in rows]
+
+
+def _cell0():
+    """cell0's CellMapping from nova-api's cache of cell mappings.
+
+    ``nova.context.load_cells`` reads the cell mappings once per process
+    (Nova's scatter-gather relies on the same cache); nova-api must be
+    restarted when cells change anyway.
+    """
+    nova_context.load_cells()
+    for cell in nova_context.CELLS:
+        if cell.uuid == CELL0_UUID:
+            return cell
+    raise nova_exception.CellMappingNotFound(uuid=CELL0_UUID)
+
+
+def _cell0_servers_of_reservation(context, reservation_id):
+    """The uuids of the live cell0 instances of one reservation.
+
+    One query on ``instances_reservation_id_idx``.
+    """
+    with nova_context.target_cell(context, _cell0()) as cctxt:
+        with main_db_api.get_context_manager(cctxt).reader.using(
+                cctxt) as session:
+            rows = session.query(main_models.Instance.uuid).filter_by(
+                reservation_id=reservation_id, deleted=0).all()
+    return [uuid for uuid, in rows]
+
+
+def waiting_servers_of_create(context, project_id, since,
+                              reservation_id=None, first_uuid=None):
+    """(reservation id, uuids) of a create's servers not in a real cell.
+
+    For a multi-create Nova just accepted: its servers are BuildRequests,
+    or already in cell0 or a real cell if the conductor was quick. Two
+    statements whatever the size of the deployment: the project's
+    BuildRequests written since the create started (*since*), then cell0
+    by reservation. In that order: the conductor creates a server in cell0
+    before it deletes its BuildRequest, so none can slip between the two.
+    Servers already in a real cell are left out: they cannot be buried
+    any more. The reservation is the one of *first_uuid* (the server
+    Nova's answer names) when *reservation_id* is not known.
+    """
+    requests = _project_build_requests_since(context, project_id, since)
+    if reservation_id is None:
+        reservation_id = next((reservation for uuid, reservation in requests
+                               if uuid == first_uuid), None)
+    if reservation_id is None and first_uuid is not None:
+        # Its BuildRequest is gone already: ask where the server went.
+        reservation_id = get_reservation_id(context, first_uuid)
+    if reservation_id is None:
+        return None, [first_uuid] if first_uuid else []
+    uuids = {uuid for uuid, reservation in requests
+             if reservation == reservation_id}
+    uuids.update(_cell0_servers_of_reservation(context, reservation_id))
+    return reservation_id, sorted(uuids)
 
 
 def get_cell0_instance(context, cell0, instance_uuid):

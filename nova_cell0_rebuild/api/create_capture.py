@@ -99,25 +99,31 @@ def complete(record, resp, single=False):
     """Complete the record after Nova accepted the create, in the request.
 
     One UPDATE for a one-server create: the instance uuid is in Nova's 202
-    body. A multi-create also names the reservation its siblings share.
-    Nothing is left to run after Nova's answer: the personality marker is
-    written by the ``personality`` gate when it refuses the server, and
-    ``purge`` deletes the record once every server landed in a real cell.
-    Best effort: Nova has already created the server, so a failure is
-    logged and never changes Nova's answer; the record stays pending and
-    is found by the request id of the server's ``create`` action (purge
-    completes it from there).
+    body. A multi-create also names the reservation its servers share and
+    those of them not yet in a real cell, found with two indexed queries
+    (:func:`nova_servers.waiting_servers_of_create`): whether the record
+    is still needed is then one look-up by uuid, never a listing of the
+    deployment's BuildRequests. Nothing is left to run after Nova's
+    answer: the personality marker is written by the ``personality`` gate
+    when it refuses the server, and ``purge`` deletes the record once
+    every server landed in a real cell. Best effort: Nova has already
+    created the server, so a failure is logged and never changes Nova's
+    answer; the record stays pending and is found by the request id of the
+    server's ``create`` action (purge completes it from there).
     """
     try:
         instance_uuid, reservation_id = _created(resp)
-        if (not single and reservation_id is None and
-                instance_uuid is not None):
-            # Siblings of a multi-create share the reservation id; the
-            # response only names the first server.
-            reservation_id = nova_servers.get_reservation_id(
-                record._context.elevated(), instance_uuid)
+        if single:
+            record.accept(instance_uuid=instance_uuid,
+                          reservation_id=reservation_id)
+            return
+        reservation_id, server_uuids = nova_servers.waiting_servers_of_create(
+            record._context.elevated(), record.project_id,
+            record.created_at.replace(tzinfo=None),
+            reservation_id=reservation_id, first_uuid=instance_uuid)
         record.accept(instance_uuid=instance_uuid,
-                      reservation_id=reservation_id)
+                      reservation_id=reservation_id,
+                      server_uuids=server_uuids)
     except Exception:
         LOG.exception('Could not complete the create record of request %s',
                       record.request_id)

@@ -36,11 +36,19 @@ _MAY_BE_CAST = (fields.MoveStep.CASTING, fields.MoveStep.CAST_SENT)
 
 
 def servers_of(context, record):
-    """The uuids of every server the record's create made."""
-    uuids = set()
-    if record.reservation_id:
-        uuids.update(nova_servers.get_instance_uuids_by_reservation(
-            context, record.reservation_id))
+    """The uuids of the servers of the record's create that may wait.
+
+    Those named when Nova accepted the create. A record of a multi-create
+    accepted by a plugin older than CreateRecord 1.2 names only its
+    reservation: its servers are then looked up by it, in two indexed
+    queries (the project's BuildRequests since the create, cell0).
+    """
+    uuids = set(record.server_uuids or ())
+    if record.server_uuids is None and record.reservation_id:
+        uuids.update(nova_servers.waiting_servers_of_create(
+            context, record.project_id,
+            record.created_at.replace(tzinfo=None),
+            reservation_id=record.reservation_id)[1])
     if record.instance_uuid:
         uuids.add(record.instance_uuid)
     return sorted(uuids)

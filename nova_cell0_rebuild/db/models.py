@@ -69,6 +69,9 @@ class CreateRecord(BASE):
     # The 2.74 "host" and "hypervisor_hostname": Nova does not keep them.
     requested_host = sa.Column(sa.String(255), nullable=True)
     requested_hypervisor_hostname = sa.Column(sa.String(255), nullable=True)
+    # The uuids (JSON list) of a multi-create's servers that were not yet
+    # placed in a real cell when Nova accepted it; NULL for one server.
+    server_uuids = sa.Column(MediumText, nullable=True)
 
 
 class MoveJournal(BASE):

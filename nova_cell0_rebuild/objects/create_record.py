@@ -23,7 +23,7 @@ from nova_cell0_rebuild import exception
 from nova_cell0_rebuild.objects import base
 from nova_cell0_rebuild.objects import fields
 
-_JSON_COLUMNS = ('requested_networks',)
+_JSON_COLUMNS = ('requested_networks', 'server_uuids')
 
 
 def _to_db(values):
@@ -44,7 +44,8 @@ class CreateRecord(base.Cell0RebuildObject):
 
     # Version 1.0: Initial version
     # Version 1.1: Added requested_host and requested_hypervisor_hostname
-    VERSION = '1.1'
+    # Version 1.2: Added server_uuids
+    VERSION = '1.2'
 
     fields = dict(base.TIMESTAMP_FIELDS, **{
         'id': fields.IntegerField(read_only=True),
@@ -63,12 +64,20 @@ class CreateRecord(base.Cell0RebuildObject):
         # Nova does not keep in the RequestSpec it stores.
         'requested_host': fields.StringField(nullable=True),
         'requested_hypervisor_hostname': fields.StringField(nullable=True),
+        # A multi-create's servers that were still in a BuildRequest or in
+        # cell0 when Nova accepted the create (its others had landed), so
+        # that whether the record is still needed is one look-up by uuid.
+        # None for a one-server create, and for records accepted by
+        # plugins older than 1.2.
+        'server_uuids': fields.ListOfStringsField(nullable=True),
     })
 
     def obj_make_compatible(self, primitive, target_version):
         super().obj_make_compatible(primitive, target_version)
         target_version = versionutils.convert_version_to_tuple(
             target_version)
+        if target_version < (1, 2):
+            primitive.pop('server_uuids', None)
         if target_version < (1, 1):
             primitive.pop('requested_host', None)
             primitive.pop('requested_hypervisor_hostname', None)
@@ -117,13 +126,16 @@ class CreateRecord(base.Cell0RebuildObject):
         if updated != 1:
             raise exception.CreateRecordNotFound(key=record_id)
 
-    def accept(self, instance_uuid=None, reservation_id=None):
+    def accept(self, instance_uuid=None, reservation_id=None,
+               server_uuids=None):
         """Mark the create as accepted by Nova, naming what it created."""
         self.status = fields.CreateRecordStatus.ACCEPTED
         if instance_uuid is not None:
             self.instance_uuid = instance_uuid
         if reservation_id is not None:
             self.reservation_id = reservation_id
+        if server_uuids is not None:
+            self.server_uuids = sorted(server_uuids)
         values = self.obj_get_changes()
         values['updated_at'] = timeutils.utcnow()
         self._update_in_db(self._context, self.id, values)

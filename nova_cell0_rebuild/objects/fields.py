@@ -19,6 +19,7 @@ from oslo_versionedobjects import fields
 BooleanField = fields.BooleanField
 DateTimeField = fields.DateTimeField
 IntegerField = fields.IntegerField
+ListOfStringsField = fields.ListOfStringsField
 NonNegativeIntegerField = fields.NonNegativeIntegerField
 StringField = fields.StringField
 UUIDField = fields.UUIDField

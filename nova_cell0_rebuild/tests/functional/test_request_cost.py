@@ -22,10 +22,24 @@ request (a background thread) is counted separately: there must be none.
 
 import os
 import sys
+import uuid as uuidlib
 
+from nova import context as nova_context
+from nova.db.api import api as api_db_api
+from nova.db.api import models as api_models
+from nova.db.main import api as main_db_api
+from nova.db.main import models as main_models
+from nova import objects as nova_objects
 from nova.tests.functional.api import client as api_client
+from oslo_serialization import jsonutils
+from oslo_utils import timeutils
 import sqlalchemy as sa
 
+from nova_cell0_rebuild.db import api as db_api
+from nova_cell0_rebuild.db import models
+from nova_cell0_rebuild import objects
+from nova_cell0_rebuild.operations import purge
+from nova_cell0_rebuild.tests.bench import sql as bench_sql
 from nova_cell0_rebuild.tests.functional import base
 
 _FILTER = os.path.join('nova_cell0_rebuild', 'api', 'filter.py')
@@ -50,7 +64,8 @@ def _issuer(frame):
     return 'background' if plugin else None
 
 
-class RequestCostTest(base.Cell0RebuildTestCase):
+class _CostTestCase(base.Cell0RebuildTestCase):
+    """Records the statements of the filter and of plugin threads."""
 
     def setUp(self):
         super().setUp()
@@ -71,6 +86,9 @@ class RequestCostTest(base.Cell0RebuildTestCase):
         before = len(self.statements['filter'])
         request()
         return self.statements['filter'][before:]
+
+
+class RequestCostTest(_CostTestCase):
 
     def _active_server(self):
         self._start_compute('host1')
@@ -125,3 +143,103 @@ class RequestCostTest(base.Cell0RebuildTestCase):
                          [s.lstrip().split()[0].upper() for s in statements])
         # The server was buried since: nothing of ours ran meanwhile.
         self.assertEqual([], self.statements['background'])
+
+
+class MultiCreateCostTest(_CostTestCase):
+    """A multi-create's record costs the same in a small and a big cloud.
+
+    "Elsewhere" is another project's 10,000 BuildRequests, 10,000 servers
+    in cell0 and in cell1 and 10,000 create records, inserted directly.
+    """
+
+    ELSEWHERE = 10000
+
+    def _multi_create(self, count=3):
+        body = self._build_server(image_uuid=self.image_id, networks='none')
+        body.update(min_count=count, max_count=count)
+        self.api.post_server({'server': body})
+
+    def _verbs_and_tables(self, statements):
+        return [bench_sql.compact(bench_sql.normalize(s))
+                for s in statements]
+
+    def _fill_the_deployment(self):
+        project = 'another-project'
+        rows = [str(uuidlib.UUID(int=i + 1)) for i in range(self.ELSEWHERE)]
+        # One serialized Instance for all: what Nova would deserialize.
+        instance = jsonutils.dumps(nova_objects.Instance(
+            project_id=project, reservation_id='r-elsewhere',
+            user_id='u').obj_to_primitive())
+        with api_db_api.get_engine().begin() as conn:
+            conn.execute(sa.insert(api_models.BuildRequest.__table__), [
+                {'instance_uuid': uuid, 'project_id': project,
+                 'instance': instance} for uuid in rows])
+        for cell in nova_objects.CellMappingList.get_all(
+                self.admin_context):
+            with nova_context.target_cell(self.admin_context,
+                                          cell) as cctxt:
+                engine = main_db_api.get_engine(context=cctxt)
+            with engine.begin() as conn:
+                conn.execute(sa.insert(main_models.Instance.__table__), [
+                    {'uuid': uuid, 'project_id': project, 'deleted': 0,
+                     'reservation_id': 'r-%d' % (i // 3),
+                     'vm_state': 'error'}
+                    for i, uuid in enumerate(rows)])
+        with db_api.get_engine().begin() as conn:
+            conn.execute(sa.insert(models.CreateRecord.__table__), [
+                {'request_id': 'req-%d' % i, 'status': 'accepted',
+                 'instance_uuid': uuid, 'reservation_id': 'r-%d' % (i // 3),
+                 'project_id': project, 'user_id': 'u',
+                 'microversion': '2.1', 'personality_files': 0}
+                for i, uuid in enumerate(rows)])
+
+    def _costs(self):
+        """Filter statements of a multi-create, a DELETE and a purge."""
+        before = {s['id'] for s in self.api.get_servers()}
+        create = self._filter_statements(self._multi_create)
+        created = [s for s in self.api.get_servers() if s['id'] not in before]
+        self.assertEqual(3, len(created))
+        for server in created:
+            self._wait_for_state_change(server, 'ERROR')
+        delete = self._filter_statements(
+            lambda: self.api.delete_server(created[0]['id']))
+        self._wait_until_deleted(created[0])
+        record = objects.CreateRecord.get_for_instance(
+            self.admin_context, created[1]['id'],
+            reservation_id=self._cell0_instance(
+                created[1]['id']).reservation_id)
+        # What purge decides for this one record (it pages over all).
+        start = len(self.statements['background'])
+        verdict, _servers = purge._record_verdict(
+            self.admin_context, self._cell0(), record, timeutils.utcnow())
+        self.assertEqual(purge.KEEP, verdict)  # two servers still in cell0
+        return (self._verbs_and_tables(create),
+                self._verbs_and_tables(delete), record,
+                self._verbs_and_tables(self.statements['background'][start:]))
+
+    def test_the_same_count_whatever_the_deployment(self):
+        small = self._costs()
+        self._fill_the_deployment()
+        big = self._costs()
+        # The record, the project's BuildRequests written since the create
+        # started and cell0's servers of the reservation, then the update
+        # naming them: no BuildRequest of another project is read, and no
+        # real cell is asked.
+        self.assertEqual([
+            'INSERT cell0_rebuild_create_records',
+            'SELECT build_requests WHERE project_id,created_at',
+            'SELECT instances WHERE reservation_id,deleted',
+            'UPDATE cell0_rebuild_create_records SET status,instance_uuid,'
+            'reservation_id,server_uuids,updated_at WHERE id',
+        ], small[0])
+        self.assertEqual(small[0], big[0])
+        # Deleting one of them, and purge's look at their record: the
+        # servers named by the record, by uuid (one statement each).
+        self.assertEqual(small[1], big[1])
+        self.assertEqual(small[3], big[3])
+        self.assertEqual(
+            ['SELECT instance_mappings +cell_mappings,build_requests '
+             'WHERE instance_uuid'], big[3])
+        # The record names the three servers, read back by uuid.
+        self.assertEqual(3, len(big[2].server_uuids))
+        self.assertEqual(3, len(small[2].server_uuids))

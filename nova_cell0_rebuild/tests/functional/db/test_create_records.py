@@ -59,6 +59,21 @@ class _CreateRecordTest(object):
             self.context, SIBLING, reservation_id='r-abc')
         self.assertEqual(record.id, sibling.id)
 
+    def test_a_multi_create_names_its_servers(self):
+        record = self._record(request_id='req-multi')
+        self.assertIsNone(record.server_uuids)
+        # A thousand servers: the most a multi-create can ask for here.
+        uuids = ['%08d-0000-4000-8000-000000000000' % i for i in range(1000)]
+        record.accept(instance_uuid=uuids[0], reservation_id='r-many',
+                      server_uuids=reversed(uuids))
+        found = objects.CreateRecord.get_by_request_id(self.context,
+                                                       'req-multi')
+        self.assertEqual(uuids, found.server_uuids)
+        # Older plugins (1.1) do not know the field.
+        primitive = found.obj_to_primitive(target_version='1.1')
+        self.assertNotIn('server_uuids',
+                         primitive['nova_cell0_rebuild_object.data'])
+
     def test_found_by_request_id_while_pending(self):
         record = self._record(request_id='req-pending')
         found = objects.CreateRecord.get_for_instance(

@@ -31,6 +31,7 @@ from nova_cell0_rebuild import objects
 from nova_cell0_rebuild.tests.unit import base
 
 SERVER_ID = 'c9a2b6f4-3e1d-4a8b-9c7d-1e2f3a4b5c6d'
+SIBLING_ID = '0d1e2f3a-4b5c-4d6e-8f70-8192a3b4c5d6'
 PROJECT = 'b0e2f1d4a3c5476d8e9f0a1b2c3d4e5f'
 
 
@@ -63,6 +64,10 @@ class FilterTestCase(base.DBTestCase):
         self.reservation = self.useFixture(fixtures.MockPatch(
             'nova_cell0_rebuild.adapters.nova_servers.get_reservation_id',
             return_value='r-reserved')).mock
+        self.siblings = self.useFixture(fixtures.MockPatch(
+            'nova_cell0_rebuild.adapters.nova_servers.'
+            'waiting_servers_of_create',
+            return_value=('r-reserved', [SIBLING_ID, SERVER_ID]))).mock
 
     def pending_record(self):
         try:
@@ -148,11 +153,20 @@ class TestCreateCapture(FilterTestCase):
         self.assertIsNone(record.reservation_id)
         self.reservation.assert_not_called()
 
-    def test_multi_create_records_the_reservation(self):
+    def test_multi_create_records_the_reservation_and_its_servers(self):
         self._send(self._request(body=self._create_body(min_count=2)))
         record = self.pending_record()
         self.assertEqual(SERVER_ID, record.instance_uuid)
         self.assertEqual('r-reserved', record.reservation_id)
+        self.assertEqual(sorted([SERVER_ID, SIBLING_ID]),
+                         record.server_uuids)
+        # Looked up from the create's own project and start, by the
+        # server Nova's answer names.
+        context, project_id, since = self.siblings.call_args[0]
+        self.assertEqual(PROJECT, project_id)
+        self.assertIsNone(since.tzinfo)
+        self.assertEqual({'reservation_id': None, 'first_uuid': SERVER_ID},
+                         self.siblings.call_args[1])
 
     def test_refused_create_leaves_no_record(self):
         for status in (400, 403, 404, 409, 413, 500):
@@ -199,7 +213,9 @@ class TestCreateCapture(FilterTestCase):
                    FakeNova(self, body={'reservation_id': 'r-given'}))
         record = self.pending_record()
         self.assertIsNone(record.instance_uuid)
-        self.assertEqual('r-given', record.reservation_id)
+        self.assertEqual('r-reserved', record.reservation_id)
+        self.assertEqual({'reservation_id': 'r-given', 'first_uuid': None},
+                         self.siblings.call_args[1])
         self.reservation.assert_not_called()
 
     def _statements_after_nova(self, nova):
@@ -236,15 +252,18 @@ class TestCreateCapture(FilterTestCase):
                           self.pending_record().instance_uuid))
         self.reservation.assert_not_called()
 
-    @mock.patch.object(nova_servers, 'get_instance_uuids_by_reservation')
-    def test_multi_create_is_accepted_in_the_request(self, siblings):
+    def test_multi_create_is_accepted_in_the_request(self):
         self._send(self._request(body=self._create_body(max_count=2)))
         record = self.pending_record()
         self.assertEqual(('accepted', SERVER_ID, 'r-reserved'),
                          (record.status, record.instance_uuid,
                           record.reservation_id))
-        # Siblings are found by the reservation later, never listed here.
-        siblings.assert_not_called()
+        self.siblings.assert_called_once()
+
+    def test_one_server_create_looks_up_no_siblings(self):
+        self._send(self._request(body=self._create_body()))
+        self.assertIsNone(self.pending_record().server_uuids)
+        self.siblings.assert_not_called()
 
     @mock.patch.object(nova_servers, 'set_cell_system_metadata')
     def test_personality_create_writes_no_marker(self, set_sysmeta):
@@ -285,7 +304,7 @@ class TestCreateCapture(FilterTestCase):
                       logs.output)
 
     def test_completion_failure_keeps_novas_answer(self):
-        self.reservation.side_effect = RuntimeError('cell down')
+        self.siblings.side_effect = RuntimeError('cell down')
         resp, nova = self._send(self._request(
             body=self._create_body(min_count=2)))
         self.assertEqual(202, resp.status_int)

@@ -26,7 +26,7 @@ object_data = {
     'Cell0RebuildFaultPayload': '1.0-f588e6166977aa92e065a2ff1b94d24c',
     'Cell0RebuildPayload': '1.0-772120c6fd78199d0a3564338263384a',
     'Cell0RebuildRefusedPayload': '1.1-6abacafe05a59ff1de95bf30e71bd027',
-    'CreateRecord': '1.1-3c49714a17143918ae291096cabc08d5',
+    'CreateRecord': '1.2-09a5ba5010df05a17c4b283174b3530e',
     'MoveJournal': '1.1-3a373d608ebe22d9d4a0f6cc6e3099f1',
     'ServerHistory': '1.0-0942d722e7f704f18fee87dc8b283fb6',
 }
