@@ -21,7 +21,7 @@ request: 202 completes it, anything else deletes it.
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
 
-from nova_cell0_rebuild.adapters import nova_servers
+from nova_cell0_rebuild.api import record_keeping
 from nova_cell0_rebuild import objects
 
 LOG = logging.getLogger(__name__)
@@ -101,7 +101,7 @@ def complete(record, resp, single=False):
     One UPDATE for a one-server create: the instance uuid is in Nova's 202
     body. A multi-create also names the reservation its servers share and
     those of them not yet in a real cell, found with two indexed queries
-    (:func:`nova_servers.waiting_servers_of_create`): whether the record
+    (:func:`record_keeping.waiting_servers`): whether the record
     is still needed is then one look-up by uuid, never a listing of the
     deployment's BuildRequests. Nothing is left to run after Nova's
     answer: the personality marker is written by the ``personality`` gate
@@ -117,9 +117,8 @@ def complete(record, resp, single=False):
             record.accept(instance_uuid=instance_uuid,
                           reservation_id=reservation_id)
             return
-        reservation_id, server_uuids = nova_servers.waiting_servers_of_create(
-            record._context.elevated(), record.project_id,
-            record.created_at.replace(tzinfo=None),
+        reservation_id, server_uuids = record_keeping.waiting_servers(
+            record._context.elevated(), record,
             reservation_id=reservation_id, first_uuid=instance_uuid)
         record.accept(instance_uuid=instance_uuid,
                       reservation_id=reservation_id,

@@ -35,6 +35,17 @@ LOG = logging.getLogger(__name__)
 _MAY_BE_CAST = (fields.MoveStep.CASTING, fields.MoveStep.CAST_SENT)
 
 
+def waiting_servers(context, record, reservation_id=None, first_uuid=None):
+    """(reservation id, uuids) of the record's servers not in a real cell.
+
+    Looked up in the record's project since its create started (see
+    :func:`nova_servers.waiting_servers_of_create`).
+    """
+    return nova_servers.waiting_servers_of_create(
+        context, record.project_id, record.created_at.replace(tzinfo=None),
+        reservation_id=reservation_id, first_uuid=first_uuid)
+
+
 def servers_of(context, record):
     """The uuids of the servers of the record's create that may wait.
 
@@ -45,10 +56,8 @@ def servers_of(context, record):
     """
     uuids = set(record.server_uuids or ())
     if record.server_uuids is None and record.reservation_id:
-        uuids.update(nova_servers.waiting_servers_of_create(
-            context, record.project_id,
-            record.created_at.replace(tzinfo=None),
-            reservation_id=record.reservation_id)[1])
+        uuids.update(waiting_servers(
+            context, record, reservation_id=record.reservation_id)[1])
     if record.instance_uuid:
         uuids.add(record.instance_uuid)
     return sorted(uuids)
