@@ -143,9 +143,12 @@ class RebuildFromCell0Task(base.TaskBase):
         self.image = pipeline.image_for_build(
             self.context, self.build_request, self.prepared)
         pipeline.reset_request_spec(self.request_spec, self.image)
-        # Glance and Cinder may have taken long: still ours?
-        self._heartbeat()
         in_transaction = db_api.uses_nova_api_database()
+        if not in_transaction:
+            # Glance and Cinder may have taken long: still ours? (In the
+            # Nova API database the fenced journal write below shares the
+            # transaction of the writes, which says so atomically.)
+            self._heartbeat()
         pipeline.move_to_build_request(
             self.admin, self.build_request, self.server.cell0,
             request_spec=self.request_spec,
@@ -185,7 +188,9 @@ class RebuildFromCell0Task(base.TaskBase):
         self._fenced(self.journal.heartbeat)
 
     def _remove_cell0_rows(self):
-        self._heartbeat()
+        # No heartbeat first: the fenced write of _move has just renewed
+        # the lease, and the compare-and-swap below and the fenced write
+        # after it catch a heal or a DELETE that came in between.
         if not pipeline.destroy_cell0_instance(
                 self.admin, self.server.cell0, self.instance,
                 task_state=CLAIM):
