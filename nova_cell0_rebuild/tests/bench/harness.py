@@ -38,6 +38,7 @@ from placement import db_api as placement_db_api
 import sqlalchemy as sa
 import webob
 
+from nova_cell0_rebuild.tests.bench import mariadb
 from nova_cell0_rebuild.tests.bench import sql
 from nova_cell0_rebuild.tests.functional import fixtures
 
@@ -77,14 +78,20 @@ class Harness(integrated_helpers.InstanceHelperMixin, test.TestCase):
 
     :param scenario: callable taking this harness.
     :param computes: how many fake computes to start.
+    :param mysql_url: a MariaDB server to put every database on (see
+        ``mariadb``); in-memory SQLite, as in Nova's tests, when None.
     """
 
-    def __init__(self, scenario, computes=10):
+    def __init__(self, scenario, computes=10, mysql_url=None):
         super().__init__('run_scenario')
         self.scenario = scenario
         self.compute_count = computes
+        self.mysql_url = mysql_url
 
     def setUp(self):
+        if self.mysql_url:
+            # Before Nova's TestCase.setUp, which makes the databases.
+            self.useFixture(mariadb.Databases(self.mysql_url))
         super().setUp()
         # nova.virt.fake.FakeDriver: 1000 vCPUs, 800 GB of RAM per host,
         # where the harness default (SmallFakeDriver) fits 8 tiny servers.
@@ -113,7 +120,7 @@ class Harness(integrated_helpers.InstanceHelperMixin, test.TestCase):
         self.apps = self._load_apps()
         self.engines = self._engines()
         # Statements of Nova's cross-cell fan-out keep their caller's
-        # origin (API request, build, our follow-up) in B4.
+        # origin (API request or build) in B4.
         self.useFixture(fixtures_lib.MonkeyPatch(
             'nova.context.scatter_gather_cells',
             sql.propagate_origin(nova_context.scatter_gather_cells)))

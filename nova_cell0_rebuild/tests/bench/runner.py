@@ -24,6 +24,7 @@ import json
 import logging
 import os
 import platform
+import sqlite3
 import subprocess
 import sys
 import time
@@ -33,10 +34,13 @@ from importlib import metadata
 import testtools
 
 from nova_cell0_rebuild.tests.bench import harness
+from nova_cell0_rebuild.tests.bench import mariadb
 from nova_cell0_rebuild.tests.bench import report
 from nova_cell0_rebuild.tests.bench import scenarios
 
 MIN_RUNS = 20
+#: Where the harness may keep its databases (see ``--databases``).
+DATABASES = ('sqlite', 'mariadb')
 
 #: What ``--quick`` runs: every statement-count target at full size, and a
 #: latency sample too short to judge a ratio of a few per cent on a shared
@@ -71,6 +75,15 @@ def _parser():
         help='fake computes (nova.virt.fake.FakeDriver, default 10): each '
              "build costs Nova one placement GET per server already on "
              'its host, so more hosts keep the run short')
+    add('--databases', default='sqlite,mariadb',
+        help='where the harness keeps its databases, one whole run each, '
+             'in this order: "sqlite" (in memory, as Nova\'s tests) and '
+             '"mariadb" (a real server, see --mysql-url); default both')
+    add('--mysql-url',
+        help='SQLAlchemy URL of a MariaDB server whose user may create and '
+             'drop databases (e.g. mysql+pymysql://openstack_citest:'
+             'openstack_citest@127.0.0.1/); by default the bench starts a '
+             'private mariadbd of its own and stops it at the end')
     add('--output', default='bench-results.json',
         help='JSON file of the results (default bench-results.json)')
     add('--strict', action='store_true',
@@ -167,16 +180,114 @@ def _print_profiles(samplers, directory):
         print(text)
 
 
+def _render_runs(document, options):
+    meta = document['meta']
+    # A JSON written before the bench ran on several databases.
+    runs = document.get('runs') or [{'database': 'sqlite',
+                                     'raw': document['raw']}]
+    for run in runs:
+        summary = report.summarize(run['raw'])
+        print(report.render(summary, meta, run))
+        if not options.no_statements:
+            print('')
+            print(report.render_statements(summary))
+        print('')
+
+
 def _render_only(options):
     with open(options.render) as source:
-        document = json.load(source)
-    summary = report.summarize(document['raw'])
-    meta = document['meta']
-    print(report.render(summary, meta))
-    if not options.no_statements:
-        print('')
-        print(report.render_statements(summary))
+        _render_runs(json.load(source), options)
     return 0
+
+
+def _database_names(options):
+    names = [name.strip() for name in options.databases.split(',')
+             if name.strip()]
+    unknown = sorted(set(names) - set(DATABASES))
+    if not names or unknown or len(set(names)) != len(names):
+        _parser().error('--databases: a comma-separated list of %s, each '
+                        'once (got %r)' % (', '.join(DATABASES),
+                                           options.databases))
+    return names
+
+
+def _run(options, database, mysql_url):
+    """One whole run of every measurement on *database*."""
+    harness.progress('run on %s', database)
+    bench = scenarios.Bench(options)
+    case = harness.Harness(bench, computes=options.computes,
+                           mysql_url=mysql_url)
+    result = testtools.TestResult()
+    load_before = os.getloadavg()
+    started = time.monotonic()
+    case.run(result)
+    elapsed = time.monotonic() - started
+    for _test, trace in result.errors + result.failures:
+        sys.stderr.write(trace + '\n')
+    if result.errors or result.failures:
+        return None, bench
+    return {
+        'database': database,
+        'server': (mariadb.server_version(mysql_url) if mysql_url else
+                   'SQLite %s, in memory' % sqlite3.sqlite_version),
+        'seconds': round(elapsed, 1),
+        'loadavg_before': [round(x, 2) for x in load_before],
+        'loadavg_after': [round(x, 2) for x in os.getloadavg()],
+        'raw': bench.raw,
+    }, bench
+
+
+def _meta(options):
+    meta = machine()
+    meta['options'] = vars(options)
+    meta['command'] = ' '.join(
+        ['python -m nova_cell0_rebuild.tests.bench'] + sys.argv[1:])
+    meta['machine_line'] = '%d CPUs (%s), %.1f GiB RAM' % (
+        meta['nproc'], meta['cpu'], meta['ram_gib'])
+    versions = meta['versions']
+    meta['versions_line'] = (
+        'Python %(python)s, Nova %(nova)s, SQLAlchemy %(sqlalchemy)s, '
+        'eventlet %(eventlet)s' % versions)
+    return meta
+
+
+def _run_all(options, names):
+    """{'meta': ..., 'runs': [...]}, or None when a run failed."""
+    meta = _meta(options)
+    document = {'meta': meta, 'runs': []}
+    directory = os.path.dirname(os.path.abspath(options.output))
+    os.makedirs(directory, exist_ok=True)
+    server = None
+    try:
+        for name in names:
+            mysql_url = None
+            if name == 'mariadb':
+                mysql_url = options.mysql_url
+                if not mysql_url:
+                    server = mariadb.PrivateServer().start()
+                    mysql_url = server.url
+            run, bench = _run(options, name, mysql_url)
+            if run is None:
+                sys.stderr.write('The bench run on %s failed; no result was '
+                                 'written for it.\n' % name)
+                return None
+            document['runs'].append(run)
+            # The raw samples first: a run is not lost to a reporting error
+            # or to a failure of the next run.
+            with open(options.output, 'w') as output:
+                json.dump(document, output, indent=1, default=str)
+            if options.profile:
+                _print_profiles(bench.profiles,
+                                os.path.join(options.profile, name))
+    except mariadb.MariaDBError as exc:
+        sys.stderr.write('MariaDB: %s\n' % exc)
+        return None
+    finally:
+        if server is not None:
+            server.stop()
+    meta['seconds'] = round(sum(run['seconds'] for run in document['runs']),
+                            1)
+    return document
 
 
 def main(argv=None):
@@ -188,73 +299,39 @@ def main(argv=None):
         return _render_only(options)
     if options.runs < 1 or options.b3_runs < 1 or options.throughput < 2:
         _parser().error('--runs, --b3-runs >= 1 and --throughput >= 2')
+    names = _database_names(options)
     # Thread pool start/stop lines would drown the table.
     logging.getLogger('nova.thread_pool_factory').setLevel(logging.WARNING)
 
-    bench = scenarios.Bench(options)
-    case = harness.Harness(bench, computes=options.computes)
-    result = testtools.TestResult()
-    load_before = os.getloadavg()
-    started = time.monotonic()
-    case.run(result)
-    elapsed = time.monotonic() - started
-    problems = result.errors + result.failures
-    if problems:
-        for _test, trace in problems:
-            sys.stderr.write(trace + '\n')
-        sys.stderr.write('The bench run failed; no result was written.\n')
+    document = _run_all(options, names)
+    if document is None:
         return 2
-
-    directory = os.path.dirname(os.path.abspath(options.output))
-    os.makedirs(directory, exist_ok=True)
-
-    def write(document):
-        with open(options.output, 'w') as output:
-            json.dump(document, output, indent=1, default=str)
-
-    # The raw samples first: a run is not lost to a reporting error.
-    write({'raw': bench.raw})
-    meta = machine()
-    meta['options'] = vars(options)
-    meta['command'] = ' '.join(
-        ['python -m nova_cell0_rebuild.tests.bench'] + sys.argv[1:])
-    meta['seconds'] = round(elapsed, 1)
-    meta['loadavg_before'] = [round(x, 2) for x in load_before]
-    meta['loadavg_after'] = [round(x, 2) for x in os.getloadavg()]
-    meta['machine_line'] = '%d CPUs (%s), %.1f GiB RAM' % (
-        meta['nproc'], meta['cpu'], meta['ram_gib'])
-    versions = meta['versions']
-    meta['versions_line'] = (
-        'Python %(python)s, Nova %(nova)s, SQLAlchemy %(sqlalchemy)s, '
-        'eventlet %(eventlet)s' % versions)
-    summary = report.summarize(bench.raw)
-
-    print(report.render(summary, meta))
+    missed = set()
+    for run in document['runs']:
+        summary = report.summarize(run['raw'])
+        run['summary'] = summary
+        missed.update('%s on %s' % (name, run['database'])
+                      for name, verdict in summary['verdicts'].items()
+                      if verdict != report.MET)
+    with open(options.output, 'w') as output:
+        json.dump(document, output, indent=1, default=str)
+    _render_runs(document, options)
+    meta = document['meta']
     if options.runs < MIN_RUNS:
         print('NOTE: --runs %d is below %d: not a result to record.'
               % (options.runs, MIN_RUNS))
-    print('Whole run: %.0f s; load average %.2f before, %.2f after; git %s '
-          '(%d modified files); JSON: %s' % (
-              elapsed, meta['loadavg_before'][0], meta['loadavg_after'][0],
-              meta['git']['commit'], meta['git']['modified_files'],
-              options.output))
-    if not options.no_statements:
-        print('')
-        print(report.render_statements(summary))
-    if options.profile:
-        _print_profiles(bench.profiles, options.profile)
+    print('Whole run: %.0f s on %s; git %s (%d modified files); JSON: %s'
+          % (meta['seconds'], ', '.join(names), meta['git']['commit'],
+             meta['git']['modified_files'], options.output))
 
-    write({'meta': meta, 'summary': summary, 'raw': bench.raw})
-
-    missed = [name for name, verdict in summary['verdicts'].items()
-              if verdict != report.MET]
     if missed and options.strict:
         return 1
     if options.quick:
-        counted = [name for name in missed if name in STATEMENT_TARGETS]
-        print('Quick run: statement-count targets %s (%s); the latency '
-              'sample above is not a result (see --runs).' % (
+        counted = sorted(name for name in missed
+                         if name.split(' on ')[0] in STATEMENT_TARGETS)
+        print('Quick run: statement-count targets %s (%s, on %s); the '
+              'latency sample above is not a result (see --runs).' % (
                   'MISSED: ' + ', '.join(counted) if counted else 'met',
-                  ', '.join(STATEMENT_TARGETS)))
+                  ', '.join(STATEMENT_TARGETS), ', '.join(names)))
         return 1 if counted else 0
     return 0

@@ -13,9 +13,9 @@
 """The measurements B1-B5, run inside one harness (one process).
 
 Every comparison is interleaved: the arms take turns (A, B, C, then B, C,
-A, ...), each on a quiet system (our follow-ups finished, no statement on
-any database for 150 ms), so that drift and machine noise hit every arm
-alike. Only raw samples are collected here; ``report`` summarizes them.
+A, ...), each on a quiet system (no statement on any database for
+150 ms), so that drift and machine noise hit every arm alike. Only raw
+samples are collected here; ``report`` summarizes them.
 """
 
 import time
@@ -186,7 +186,7 @@ class Bench(object):
 
     def _count(self, operation):
         """Statements of one operation, from its request until every
-        database is quiet after ACTIVE (our follow-ups included).
+        database is quiet after ACTIVE.
 
         :returns: {'statements': [(db, normalized sql, origin)],
                    'seconds': API seconds}.

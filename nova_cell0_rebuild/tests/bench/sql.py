@@ -44,12 +44,9 @@ _NUMBER = re.compile(r'(?<![\w.])\d+(?![\w.])')
 # marker wins; a statement with none comes from the API request (or the
 # greenthreads it spawned to query the cells).
 API = 'api'
-FOLLOW_UP = 'follow-up'
 BUILD = 'build'
 HEARTBEAT = 'heartbeat'
 _ORIGINS = (
-    (os.path.join('nova_cell0_rebuild', 'adapters', 'nova_servers.py'),
-     '_watch', FOLLOW_UP),
     (os.path.join('nova', 'servicegroup', ''), None, HEARTBEAT),
     (os.path.join('nova', 'conductor', 'manager.py'), None, BUILD),
     (os.path.join('nova', 'scheduler', 'manager.py'), None, BUILD),
@@ -58,7 +55,7 @@ _ORIGINS = (
 
 
 def origin(frame):
-    """``api``, ``build``, ``follow-up`` or ``heartbeat``."""
+    """``api``, ``build`` or ``heartbeat``."""
     while frame is not None:
         code = frame.f_code
         for path, function, name in _ORIGINS:
@@ -181,22 +178,36 @@ class StatementCounter(object):
         for name, engine in self.engines.items():
             listener = self._listener(name)
             sa.event.listen(engine, 'before_cursor_execute', listener)
-            self._listeners.append((engine, listener))
+            self._listeners.append((engine, 'before_cursor_execute',
+                                    listener))
+            if engine.dialect.name != 'sqlite':
+                # oslo.db sends SQLite an explicit BEGIN statement; other
+                # drivers begin implicitly, so record the event as one.
+                begin = self._begin_listener(name)
+                sa.event.listen(engine, 'begin', begin)
+                self._listeners.append((engine, 'begin', begin))
+
+    def _record(self, name, statement, frame):
+        if getattr(_LOCAL, 'muted', False):
+            return
+        self.last_statement_at = time.monotonic()
+        if self._recording is not None:
+            self._recording.append((name, statement, origin(frame)))
 
     def _listener(self, name):
         def before_cursor_execute(conn, cursor, statement, parameters,
                                   context, executemany):
-            if getattr(_LOCAL, 'muted', False):
-                return
-            self.last_statement_at = time.monotonic()
-            if self._recording is not None:
-                self._recording.append(
-                    (name, statement, origin(sys._getframe(1))))
+            self._record(name, statement, sys._getframe(1))
         return before_cursor_execute
 
+    def _begin_listener(self, name):
+        def begin(conn):
+            self._record(name, 'BEGIN', sys._getframe(1))
+        return begin
+
     def remove(self):
-        for engine, listener in self._listeners:
-            sa.event.remove(engine, 'before_cursor_execute', listener)
+        for engine, event, listener in self._listeners:
+            sa.event.remove(engine, event, listener)
         self._listeners = []
 
     def start(self):
