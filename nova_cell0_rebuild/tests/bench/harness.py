@@ -58,6 +58,14 @@ _COUNT_LIVE = sa.text('SELECT count(*) FROM instances WHERE deleted = 0')
 
 FLAVOR_ID = '1'
 
+#: The rows of a server buried in cell0, as (table, its uuid column).
+_BURIED_CELL0_ROWS = (
+    ('instances', 'uuid'), ('instance_extra', 'instance_uuid'),
+    ('instance_metadata', 'instance_uuid'),
+    ('instance_system_metadata', 'instance_uuid'),
+    ('instance_faults', 'instance_uuid'))
+_BURIED_API_ROWS = (('instance_mappings', 'instance_uuid'),)
+
 
 def progress(message, *args):
     """A progress line on the real stderr (the harness captures stdout)."""
@@ -308,40 +316,74 @@ class Harness(integrated_helpers.InstanceHelperMixin, test.TestCase):
                         for row in rows}
 
     def insert_buried(self, count):
-        """Insert *count* servers buried in cell0 directly with Nova objects.
+        """Insert *count* servers buried in cell0, as other users' failed
+        creates: cheap stand-ins, no API call, no RequestSpec, no create
+        record.
 
-        Cheap stand-ins for other users' failed creates: an Instance in
-        cell0 (vm_state error, the bench's flavor and image, metadata,
-        system_metadata), its NoValidHost fault and an InstanceMapping to
-        cell0; no API call, no RequestSpec, no create record.
+        One is made with Nova objects (an Instance in cell0, vm_state
+        error, the bench's flavor and image, metadata, system_metadata;
+        its NoValidHost fault; an InstanceMapping to cell0); the others
+        are copies of its rows under new uuids, inserted in bulk, so that
+        10,000 take seconds, not minutes, on MariaDB too.
         """
+        template = self._buried_server()
+        uuids = [uuidutils.generate_uuid() for _ in range(count - 1)]
+        if uuids:
+            with sql.muted():
+                self._copy_rows(self.engines['cell0'], _BURIED_CELL0_ROWS,
+                                template, uuids)
+                self._copy_rows(self.engines['api'], _BURIED_API_ROWS,
+                                template, uuids)
+        return [template] + uuids
+
+    @staticmethod
+    def _copy_rows(engine, tables, template, uuids):
+        """Copy *template*'s rows of *tables* for each of *uuids*.
+
+        :param tables: (table, its uuid column) pairs; the copies get new
+            integer ids from the database.
+        """
+        metadata = sa.MetaData()
+        with engine.begin() as conn:
+            for name, column in tables:
+                table = sa.Table(name, metadata, autoload_with=conn)
+                rows = [dict(row._mapping) for row in conn.execute(
+                    sa.select(table).where(table.c[column] == template))]
+                copies = []
+                for uuid in uuids:
+                    for row in rows:
+                        copy = dict(row, **{column: uuid})
+                        copy.pop('id', None)
+                        copies.append(copy)
+                for first in range(0, len(copies), 1000):
+                    conn.execute(sa.insert(table),
+                                 copies[first:first + 1000])
+
+    def _buried_server(self):
         flavor = nova_objects.Flavor.get_by_flavor_id(self.admin_context,
                                                       FLAVOR_ID)
         cell0 = self.cell_mappings['cell0']
-        uuids = [uuidutils.generate_uuid() for _ in range(count)]
+        uuid = uuidutils.generate_uuid()
         with nova_context.target_cell(self.admin_context, cell0) as cctxt:
-            for index, uuid in enumerate(uuids):
-                instance = nova_objects.Instance(
-                    context=cctxt, uuid=uuid, project_id=self.project_id,
-                    user_id='fake', vm_state='error', task_state=None,
-                    power_state=0, flavor=flavor,
-                    instance_type_id=flavor.id, memory_mb=flavor.memory_mb,
-                    vcpus=flavor.vcpus, root_gb=flavor.root_gb,
-                    ephemeral_gb=flavor.ephemeral_gb,
-                    image_ref=self.image_id,
-                    display_name='buried-%d' % index, hostname='buried',
-                    reservation_id='r-bench%03d' % (index % 1000),
-                    launch_index=0, metadata={'k1': 'v1'},
-                    system_metadata={'image_base_image_ref': self.image_id},
-                    availability_zone=None)
-                instance.create()
-                nova_objects.InstanceFault(
-                    context=cctxt, instance_uuid=uuid, code=500,
-                    message='No valid host was found. ', details='',
-                    host=None).create()
-        for uuid in uuids:
-            nova_objects.InstanceMapping(
-                context=self.admin_context, instance_uuid=uuid,
-                project_id=self.project_id, user_id='fake',
-                cell_mapping=cell0, queued_for_delete=False).create()
-        return uuids
+            instance = nova_objects.Instance(
+                context=cctxt, uuid=uuid, project_id=self.project_id,
+                user_id='fake', vm_state='error', task_state=None,
+                power_state=0, flavor=flavor,
+                instance_type_id=flavor.id, memory_mb=flavor.memory_mb,
+                vcpus=flavor.vcpus, root_gb=flavor.root_gb,
+                ephemeral_gb=flavor.ephemeral_gb,
+                image_ref=self.image_id, display_name='buried',
+                hostname='buried', reservation_id='r-bench',
+                launch_index=0, metadata={'k1': 'v1'},
+                system_metadata={'image_base_image_ref': self.image_id},
+                availability_zone=None)
+            instance.create()
+            nova_objects.InstanceFault(
+                context=cctxt, instance_uuid=uuid, code=500,
+                message='No valid host was found. ', details='',
+                host=None).create()
+        nova_objects.InstanceMapping(
+            context=self.admin_context, instance_uuid=uuid,
+            project_id=self.project_id, user_id='fake',
+            cell_mapping=cell0, queued_for_delete=False).create()
+        return uuid

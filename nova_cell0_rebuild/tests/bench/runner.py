@@ -45,7 +45,7 @@ DATABASES = ('sqlite', 'mariadb')
 #: What ``--quick`` runs: every statement-count target at full size, and a
 #: latency sample too short to judge a ratio of a few per cent on a shared
 #: 2-core machine, so it is printed and does not decide the exit status.
-QUICK = dict(runs=3, b3_runs=4, warmup=1, b4_repeats=2, throughput=10)
+QUICK = dict(runs=3, b3_runs=4, warmup=1, b4_repeats=2, throughput=6)
 #: The targets counted in statements, not timed: they hold on any machine.
 STATEMENT_TARGETS = ('B4 equal', 'B4 move')
 
@@ -65,8 +65,8 @@ def _parser():
         help='untimed warm-up rounds (default 3)')
     add('--buried-few', type=int, default=10,
         help='B4: other servers in cell0, first count (default 10)')
-    add('--buried-many', type=int, default=2000,
-        help='B4: other servers in cell0, second count (default 2000)')
+    add('--buried-many', type=int, default=10000,
+        help='B4: other servers in cell0, second count (default 10000)')
     add('--b4-repeats', type=int, default=5,
         help='B4: operations counted per condition (default 5)')
     add('--throughput', type=int, default=200,
@@ -84,8 +84,11 @@ def _parser():
              'drop databases (e.g. mysql+pymysql://openstack_citest:'
              'openstack_citest@127.0.0.1/); by default the bench starts a '
              'private mariadbd of its own and stops it at the end')
-    add('--output', default='bench-results.json',
-        help='JSON file of the results (default bench-results.json)')
+    add('--output', default=None,
+        help='JSON file of the results (default bench-results.json); with '
+             '--render, where to write its summaries and tables without '
+             'the raw samples, for doc/source/contributor/'
+             'bench-results.json')
     add('--strict', action='store_true',
         help='exit 1 when a target is missed')
     add('--quick', action='store_true',
@@ -180,23 +183,51 @@ def _print_profiles(samplers, directory):
         print(text)
 
 
-def _render_runs(document, options):
+def _add_tables(document):
+    """Each run's summary and printed tables, and the targets, into
+    *document*: what the documentation renders without running Nova.
+    """
     meta = document['meta']
+    meta['targets'] = {name: list(target)
+                       for name, target in report.TARGETS.items()}
     # A JSON written before the bench ran on several databases.
-    runs = document.get('runs') or [{'database': 'sqlite',
-                                     'raw': document['raw']}]
-    for run in runs:
+    if 'runs' not in document:
+        document['runs'] = [{'database': 'sqlite',
+                             'raw': document.pop('raw')}]
+        document.pop('summary', None)
+    for run in document['runs']:
         summary = report.summarize(run['raw'])
-        print(report.render(summary, meta, run))
+        run['summary'] = summary
+        run['table'] = report.render(summary, meta, run)
+        run['statements_table'] = report.render_statements(summary)
+    return document
+
+
+def _print_tables(document, options):
+    for run in document['runs']:
+        print(run['table'])
         if not options.no_statements:
             print('')
-            print(report.render_statements(summary))
+            print(run['statements_table'])
         print('')
+
+
+def _write(document, path):
+    with open(path, 'w') as output:
+        json.dump(document, output, indent=1, default=str)
+        output.write('\n')
 
 
 def _render_only(options):
     with open(options.render) as source:
-        _render_runs(json.load(source), options)
+        document = _add_tables(json.load(source))
+    _print_tables(document, options)
+    if options.output_given:
+        # What the documentation renders: the raw samples stay in the
+        # run's own JSON (several MB), the summaries and tables go on.
+        for run in document['runs']:
+            run.pop('raw', None)
+        _write(document, options.output)
     return 0
 
 
@@ -274,8 +305,7 @@ def _run_all(options, names):
             document['runs'].append(run)
             # The raw samples first: a run is not lost to a reporting error
             # or to a failure of the next run.
-            with open(options.output, 'w') as output:
-                json.dump(document, output, indent=1, default=str)
+            _write(document, options.output)
             if options.profile:
                 _print_profiles(bench.profiles,
                                 os.path.join(options.profile, name))
@@ -292,6 +322,9 @@ def _run_all(options, names):
 
 def main(argv=None):
     options = _parser().parse_args(argv)
+    options.output_given = options.output is not None
+    if not options.output_given:
+        options.output = 'bench-results.json'
     if options.quick:
         for name, value in QUICK.items():
             setattr(options, name, value)
@@ -306,16 +339,14 @@ def main(argv=None):
     document = _run_all(options, names)
     if document is None:
         return 2
+    _add_tables(document)
     missed = set()
     for run in document['runs']:
-        summary = report.summarize(run['raw'])
-        run['summary'] = summary
         missed.update('%s on %s' % (name, run['database'])
-                      for name, verdict in summary['verdicts'].items()
+                      for name, verdict in run['summary']['verdicts'].items()
                       if verdict != report.MET)
-    with open(options.output, 'w') as output:
-        json.dump(document, output, indent=1, default=str)
-    _render_runs(document, options)
+    _write(document, options.output)
+    _print_tables(document, options)
     meta = document['meta']
     if options.runs < MIN_RUNS:
         print('NOTE: --runs %d is below %d: not a result to record.'

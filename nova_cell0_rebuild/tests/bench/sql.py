@@ -99,10 +99,13 @@ def _short_select_list(match):
 def normalize(statement):
     """A stable, readable form of one SQL statement.
 
-    Whitespace collapsed, select lists elided, parameter lists and
-    numeric literals folded, INSERT column lists elided.
+    Whitespace collapsed, identifiers unquoted, select lists elided,
+    parameter lists and numeric literals folded, INSERT column lists
+    elided.
     """
-    text = _WS.sub(' ', statement).strip()
+    # MySQL quotes reserved words (`binary`): the same statement as
+    # SQLite's, once unquoted.
+    text = _WS.sub(' ', statement.replace('`', '')).strip()
     insert = _INSERT.match(text)
     if insert:
         return 'INSERT INTO %s (…) VALUES (…)' % insert.group('table')
@@ -132,6 +135,7 @@ def compact(normalized):
 
     ``SELECT instances +instance_extra,tags WHERE deleted,project_id,uuid``
     """
+    normalized = normalized.replace('`', '')
     verb = normalized.split(' ', 1)[0].upper()
     tables = _unique(m.group('table') for m in _TABLES.finditer(normalized))
     if verb not in ('SELECT', 'INSERT', 'UPDATE', 'DELETE') or not tables:
