@@ -12,6 +12,13 @@
 
 """Sphinx configuration for the nova-cell0-rebuild documentation."""
 
+import os
+import sys
+
+# doc/source/_exts: the bench-results directive of the performance page.
+sys.path.insert(0, os.path.join(os.path.abspath(os.path.dirname(__file__)),
+                                '_exts'))
+
 # -- General configuration ----------------------------------------------------
 
 extensions = [
@@ -22,6 +29,7 @@ extensions = [
     'oslo_policy.sphinxext',
     'oslo_policy.sphinxpolicygen',
     'stevedore.sphinxext',
+    'bench_results',
 ]
 
 # oslo_config.sphinxconfiggen: writes _static/nova-cell0-rebuild.conf.sample
