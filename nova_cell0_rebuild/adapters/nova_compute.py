@@ -136,12 +136,51 @@ def quota_refusal(context, instance):
                 context, {'cores': flavor.vcpus, 'ram': flavor.memory_mb},
                 instance.project_id, check_project_id=instance.project_id)
         else:
-            compute_utils.check_num_instances_quota(
-                context, flavor, 0, 0, project_id=instance.project_id,
-                user_id=instance.user_id, orig_num_req=1)
+            return _legacy_quota_refusal(context, instance)
     except nova_exception.OverQuota as exc:
         return exc.format_message()
     return None
+
+
+_COUNTED = ('instances', 'cores', 'ram')
+
+
+def _legacy_quota_refusal(context, instance):
+    """Nova's legacy check of a create that counts nothing more.
+
+    What ``compute_utils.check_num_instances_quota(..., 0, 0,
+    orig_num_req=1)`` does, as Nova's recheck after a create: the same
+    statements, but its message would print each limit as the usage
+    ("already used 395263 of 395263 ram"). Nova's count tells the usage,
+    which includes the buried server: what is used beside it is the
+    count minus the server.
+    """
+    flavor = instance.flavor
+    project_id, user_id = instance.project_id, instance.user_id
+    user_quotas = nova_objects.Quotas.get_all_by_project_and_user(
+        context, project_id, user_id)
+    if not any(resource in user_quotas for resource in _COUNTED):
+        user_id = None
+    try:
+        nova_objects.Quotas.check_deltas(
+            context, dict.fromkeys(_COUNTED, 0), project_id,
+            user_id=user_id, check_project_id=project_id,
+            check_user_id=user_id)
+    except nova_exception.OverQuota as exc:
+        overs = exc.kwargs['overs']
+        limits, usages = exc.kwargs['quotas'], exc.kwargs['usages']
+    else:
+        return None
+    requested = {'instances': 1, 'cores': flavor.vcpus,
+                 'ram': flavor.memory_mb}
+
+    def joined(values):
+        return ', '.join(str(values[resource]) for resource in overs)
+    return nova_exception.TooManyInstances(
+        overs=', '.join(overs), req=joined(requested),
+        used=joined({resource: usages[resource] - requested[resource]
+                     for resource in overs}),
+        allowed=joined(limits)).format_message()
 
 
 @dataclasses.dataclass

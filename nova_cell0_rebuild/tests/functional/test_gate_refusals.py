@@ -103,6 +103,20 @@ class GateRefusalTest(_RefusalTestCase):
         self._assert_refused(server, 403, 'forbidden', 'Quota exceeded',
                              'instances')
 
+    def test_quota_refusal_says_what_the_project_uses(self):
+        server = self._create_buried_server()
+        self._create_buried_server(name='other')
+        ram = self._cell0_instance(server['id']).flavor.memory_mb
+        # Both buried servers count (legacy counting includes cell0): one
+        # MB short of room for this one beside the other.
+        self.admin_api.api_put(
+            '/os-quota-sets/%s' % self.api.project_id,
+            {'quota_set': {'ram': 2 * ram - 1, 'force': True}})
+        self._assert_refused(
+            server, 403, 'forbidden',
+            'Quota exceeded for ram: Requested %d, but already used %d of '
+            '%d ram' % (ram, ram, 2 * ram - 1))
+
     def test_concurrent_rebuilds_one_wins(self):
         server = self._create_buried_server()
         self._start_compute('host1')
