@@ -57,6 +57,13 @@ def args(*arg_list, **kwargs):
     return _decorator
 
 
+def _rebuildable(entry):
+    """'yes', 'no', or 'yes (heals first)' for an interrupted move."""
+    if not entry['rebuildable']:
+        return 'no'
+    return 'yes (heals first)' if entry['interrupted_move'] else 'yes'
+
+
 def _table(columns, rows):
     table = prettytable.PrettyTable(columns)
     table.align = 'l'
@@ -144,7 +151,7 @@ class Cell0Commands(object):
             ['UUID', 'Project', 'Age (s)', 'Fault', 'Rebuildable',
              'Refused by', 'Reason'],
             [(e['uuid'], e['project_id'], e['age_seconds'],
-              (e['fault'] or '')[:40], 'yes' if e['rebuildable'] else 'no',
+              (e['fault'] or '')[:40], _rebuildable(e),
               e['refused_by'] or '', (e['reason'] or '')[:60])
              for e in entries]))
         return SUCCESS

@@ -12,6 +12,7 @@
 
 """What is buried in cell0, and whether each server can be rebuilt."""
 
+from oslo_config import cfg
 from oslo_utils import timeutils
 
 from nova_cell0_rebuild.adapters import nova_create_pipeline as pipeline
@@ -19,6 +20,10 @@ from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild.api import record_keeping
 from nova_cell0_rebuild.gates import base as gates_base
 from nova_cell0_rebuild import objects
+from nova_cell0_rebuild.objects import move_journal
+from nova_cell0_rebuild.tasks import rebuild_from_cell0 as rebuild_task
+
+CONF = cfg.CONF
 
 #: The rebuild body the verdicts are given for: the server's own image.
 _VERDICT_BODY = {}
@@ -29,7 +34,27 @@ def _age(instance, now):
     return int((now - created).total_seconds())
 
 
-def _entry(server, verdicts, now):
+def _as_a_rebuild_finds_it(admin, instance, lease_seconds):
+    """The instance the gates judge, and whether a move is healed first.
+
+    A move of ours that stopped after its claim (a crash, a restart)
+    leaves the claim's task state on the cell0 row until its lease runs
+    out; then a rebuild heals it, which releases the claim, and rebuilds.
+    The listing judges such a server as that rebuild will, on a copy:
+    nothing is written. One indexed look-up, only for claimed servers.
+    """
+    if instance.task_state != rebuild_task.CLAIM:
+        return instance, False
+    journal = objects.MoveJournal.get_by_instance_uuid(admin, instance.uuid)
+    if (journal is None or journal.status != move_journal.Status.IN_PROGRESS or
+            not journal.lease_expired(lease_seconds)):
+        return instance, False
+    released = instance.obj_clone()
+    released.task_state = None
+    return released, True
+
+
+def _entry(server, verdicts, now, interrupted_move=False):
     refusals = [(gate, refusal) for gate, refusal in verdicts if refusal]
     instance = server.instance
     return {
@@ -41,6 +66,7 @@ def _entry(server, verdicts, now):
         'fault': server.fault.message if server.fault else None,
         'recorded': server.record is not None,
         'rebuildable': not refusals,
+        'interrupted_move': interrupted_move,
         'refused_by': refusals[0][0] if refusals else None,
         'reason': str(refusals[0][1]) if refusals else None,
         'verdicts': [(gate, str(refusal) if refusal else 'allowed')
@@ -48,15 +74,21 @@ def _entry(server, verdicts, now):
     }
 
 
-def cell0_page(context, gates, project_id=None, marker=None, limit=50):
+def cell0_page(context, gates, project_id=None, marker=None, limit=50,
+               lease_seconds=None):
     """One page of cell0 servers with every gate's verdict.
 
     A fixed number of indexed queries a page (plus one quota count per
-    project on it), however many servers cell0 holds; no gate writes.
+    project on it, and one journal look-up per claimed server), however
+    many servers cell0 holds; no gate writes.
 
+    :param lease_seconds: when a move's lease runs out (default
+        ``[cell0_rebuild] move_lease_seconds``).
     :returns: (entries, next marker or None).
     """
     admin = context.elevated()
+    if lease_seconds is None:
+        lease_seconds = CONF.cell0_rebuild.move_lease_seconds
     cell0 = pipeline.get_cell0(admin)
     instances, faults, mappings = nova_servers.list_cell0_instances(
         admin, cell0, project_id=project_id, marker=marker, limit=limit)
@@ -64,15 +96,17 @@ def cell0_page(context, gates, project_id=None, marker=None, limit=50):
     now = timeutils.utcnow()
     entries = []
     for instance in instances:
+        mapping = mappings.get(instance.uuid)
+        if mapping is None:
+            continue  # not a server any more: deleted under us
+        judged, interrupted = _as_a_rebuild_finds_it(admin, instance,
+                                                     lease_seconds)
         server = gates_base.Cell0Server(
-            context=admin, instance=instance,
-            mapping=mappings.get(instance.uuid), cell0=cell0,
+            context=admin, instance=judged, mapping=mapping, cell0=cell0,
             record=records.get(instance.uuid),
             fault=faults.get(instance.uuid), read_only=True)
-        if server.mapping is None:
-            continue  # not a server any more: deleted under us
         entries.append(_entry(server, gates.verdicts(server, _VERDICT_BODY),
-                              now))
+                              now, interrupted_move=interrupted))
     next_marker = instances[-1].uuid if len(instances) == limit else None
     return entries, next_marker
 
@@ -128,11 +162,13 @@ def show(context, gates, instance_uuid):
         instance = nova_servers.get_cell0_instance(admin, cell0,
                                                    instance_uuid)
         if instance is not None:
+            judged, interrupted = _as_a_rebuild_finds_it(
+                admin, instance, CONF.cell0_rebuild.move_lease_seconds)
             server, _bdms = gates_base.Cell0Server.load(
-                admin, instance, mapping, read_only=True)
+                admin, judged, mapping, read_only=True)
             record = server.record
             entry = _entry(server, gates.verdicts(server, _VERDICT_BODY),
-                           timeutils.utcnow())
+                           timeutils.utcnow(), interrupted_move=interrupted)
     if entry is None:
         record = record_keeping.record_of_server(admin, instance_uuid)
     if mapping is None:

@@ -34,9 +34,10 @@ from nova_cell0_rebuild import gates
 from nova_cell0_rebuild.operations import inventory
 from nova_cell0_rebuild.tests.bench import sql
 from nova_cell0_rebuild.tests.functional import base
+from nova_cell0_rebuild.tests.functional import test_move_faults
 
 
-class ManageTest(base.Cell0RebuildTestCase):
+class ManageTest(test_move_faults.MoveChecks, base.Cell0RebuildTestCase):
 
     def _manage(self, command, **kwargs):
         out = io.StringIO()
@@ -135,6 +136,40 @@ class ManageTest(base.Cell0RebuildTestCase):
         self.assertIn('Deleted 1 create records and 1 move journal', out)
         code, out = self._manage('purge')
         self.assertIn('Deleted 0 create records and 0 move journal', out)
+
+    def _listed(self, server_id):
+        code, out = self._manage('list', format='json')
+        self.assertEqual(0, code)
+        return {e['uuid']: e for e in json.loads(out)}[server_id]
+
+    def test_list_a_move_interrupted_after_its_claim(self):
+        server = self._create_buried_server()
+
+        def die():
+            raise test_move_faults.SimulatedCrash()
+        with self._inject('new_build_request', die):
+            self.assertRaises(test_move_faults.SimulatedCrash,
+                              self._rebuild, server['id'])
+        # Its lease holds: a move is under way, as a rebuild would answer.
+        listed = self._listed(server['id'])
+        self.assertEqual((False, 'state', False),
+                         (listed['rebuildable'], listed['refused_by'],
+                          listed['interrupted_move']))
+        self.assertEqual(409, self._rebuild(server['id']).status)
+        # Once it ran out, a rebuild heals the move first: rebuildable.
+        self._expire_move_leases(server['id'])
+        listed = self._listed(server['id'])
+        self.assertEqual((True, None, True),
+                         (listed['rebuildable'], listed['refused_by'],
+                          listed['interrupted_move']))
+        self.assertEqual(['allowed'] * 6,
+                         [v for _, v in listed['verdicts']])
+        # Listing changed nothing; the rebuild it announces succeeds.
+        self.assertEqual('rebuilding',
+                         self._cell0_instance(server['id']).task_state)
+        self._start_compute('host1')
+        self.assertEqual(202, self._rebuild(server['id']).status)
+        self._wait_for_state_change(server, 'ACTIVE')
 
     def test_rebuild_as_an_operator(self):
         ok, personality, other = self._three_buried()
