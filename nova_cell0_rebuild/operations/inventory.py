@@ -20,7 +20,6 @@ from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild.api import record_keeping
 from nova_cell0_rebuild.gates import base as gates_base
 from nova_cell0_rebuild import objects
-from nova_cell0_rebuild.objects import move_journal
 from nova_cell0_rebuild.tasks import rebuild_from_cell0 as rebuild_task
 
 CONF = cfg.CONF
@@ -46,8 +45,7 @@ def _as_a_rebuild_finds_it(admin, instance, lease_seconds):
     if instance.task_state != rebuild_task.CLAIM:
         return instance, False
     journal = objects.MoveJournal.get_by_instance_uuid(admin, instance.uuid)
-    if (journal is None or journal.status != move_journal.Status.IN_PROGRESS or
-            not journal.lease_expired(lease_seconds)):
+    if journal is None or not journal.lease_expired(lease_seconds):
         return instance, False
     released = instance.obj_clone()
     released.task_state = None

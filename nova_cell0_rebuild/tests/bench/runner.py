@@ -340,11 +340,9 @@ def main(argv=None):
     if document is None:
         return 2
     _add_tables(document)
-    missed = set()
-    for run in document['runs']:
-        missed.update('%s on %s' % (name, run['database'])
-                      for name, verdict in run['summary']['verdicts'].items()
-                      if verdict != report.MET)
+    missed = [(name, run['database']) for run in document['runs']
+              for name, verdict in run['summary']['verdicts'].items()
+              if verdict != report.MET]
     _write(document, options.output)
     _print_tables(document, options)
     meta = document['meta']
@@ -358,8 +356,9 @@ def main(argv=None):
     if missed and options.strict:
         return 1
     if options.quick:
-        counted = sorted(name for name in missed
-                         if name.split(' on ')[0] in STATEMENT_TARGETS)
+        counted = ['%s on %s' % (name, database)
+                   for name, database in missed
+                   if name in STATEMENT_TARGETS]
         print('Quick run: statement-count targets %s (%s, on %s); the '
               'latency sample above is not a result (see --runs).' % (
                   'MISSED: ' + ', '.join(counted) if counted else 'met',

@@ -135,7 +135,6 @@ def compact(normalized):
 
     ``SELECT instances +instance_extra,tags WHERE deleted,project_id,uuid``
     """
-    normalized = normalized.replace('`', '')
     verb = normalized.split(' ', 1)[0].upper()
     tables = _unique(m.group('table') for m in _TABLES.finditer(normalized))
     if verb not in ('SELECT', 'INSERT', 'UPDATE', 'DELETE') or not tables:
