@@ -235,11 +235,25 @@ def _keypair_updates(context, key_name):
 
 
 def _volume_image_id(context, root_bdm):
+    """The image a volume-backed server's root disk holds or is made from.
+
+    A root volume that Nova's compute creates (from an image or a volume
+    snapshot) does not exist yet for a server that never reached a
+    compute: its BDM names the image, or the snapshot whose volume holds
+    one.
+    """
     if root_bdm is None:
         raise nova_exception.NovaException(
             _('Unable to find root block device mapping for volume-backed '
               'instance.'))
-    volume = _compute_api().volume_api.get(context, root_bdm.volume_id)
+    volume_api = _compute_api().volume_api
+    volume_id = root_bdm.volume_id
+    if not volume_id and root_bdm.image_id:
+        return root_bdm.image_id
+    if not volume_id and root_bdm.snapshot_id:
+        volume_id = volume_api.get_snapshot(
+            context, root_bdm.snapshot_id)['volume_id']
+    volume = volume_api.get(context, volume_id)
     return volume.get('volume_image_metadata', {}).get('image_id')
 
 
