@@ -17,6 +17,9 @@ it: a BuildRequest in the API database, an InstanceMapping pointing at no
 cell, its RequestSpec, and the conductor's ``schedule_and_build_instances``.
 """
 
+import dataclasses
+import typing as ty
+
 from nova import block_device
 from nova.compute import power_state
 from nova.compute import task_states
@@ -32,6 +35,8 @@ from nova.image import glance
 from nova.network import model as network_model
 from nova.network import neutron
 from nova import objects as nova_objects
+from nova.pci import request as pci_request
+from nova.virt import hardware
 from nova.volume import cinder
 from oslo_db import exception as db_exc
 from oslo_utils import timeutils
@@ -41,17 +46,102 @@ from nova_cell0_rebuild.adapters import nova_instance_history
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild import exception
 
-# Instance fields a new BuildRequest must not inherit from the cell0 row:
-# database identity, placement on a host, and state a build sets afresh.
-_NOT_COPIED = frozenset([
-    'id', 'created_at', 'updated_at', 'deleted_at', 'deleted', 'cleaned',
-    'hidden', 'host', 'node', 'compute_id', 'launched_at', 'launched_on',
-    'terminated_at', 'cell_name', 'tags', 'fault', 'pci_devices', 'services',
-    'ec2_ids', 'migration_context', 'vcpu_model', 'resources', 'info_cache',
-    'security_groups', 'power_state', 'vm_state', 'task_state', 'progress',
+# What a move does with every field of the objects it hands to Nova. A field
+# that an upgraded Nova adds, and that these tables do not name, fails
+# tests/unit/adapters/test_nova_create_pipeline (it would otherwise be
+# dropped silently, or copied without anyone deciding it should be).
+
+#: Instance fields the new BuildRequest's instance takes from the cell0 row:
+#: what the user asked for and what Nova's create API recorded.
+INSTANCE_COPIED = frozenset([
+    'access_ip_v4', 'access_ip_v6', 'architecture', 'auto_disk_config',
+    'availability_zone', 'config_drive', 'default_ephemeral_device',
+    'default_swap_device', 'device_metadata', 'disable_terminate',
+    'display_description', 'display_name', 'ephemeral_gb',
+    'ephemeral_key_uuid', 'flavor', 'hostname', 'image_ref',
+    'instance_type_id', 'kernel_id', 'key_data', 'key_name', 'keypairs',
+    'launch_index', 'locked', 'locked_by', 'memory_mb', 'metadata',
+    'new_flavor', 'numa_topology', 'old_flavor', 'os_type', 'project_id',
+    'ramdisk_id', 'reservation_id', 'root_device_name', 'root_gb',
+    'shutdown_terminate', 'system_metadata', 'trusted_certs', 'user_data',
+    'user_id', 'uuid', 'vcpus', 'vm_mode',
 ])
-_BDM_NOT_COPIED = frozenset(['id', 'instance', 'created_at', 'updated_at',
-                             'deleted_at', 'deleted'])
+#: Instance fields the move sets afresh, as Nova's create sets them.
+INSTANCE_REBUILT = {
+    'vm_state': 'building again',
+    'task_state': 'scheduling again',
+    'power_state': 'nothing runs yet',
+    'progress': 'nothing is built yet',
+    'info_cache': 'empty: compute allocates the networks',
+    'security_groups': "empty, as on Nova's BuildRequest; the requested "
+                       'ones are in the RequestSpec',
+    'tags': "a TagList on the BuildRequest, as Nova's create writes it",
+    'pci_requests': "derived again from the flavor, image and ports, whose "
+                    "request ids compute matches (resource_requests)",
+}
+#: Instance fields left out, and why.
+INSTANCE_DROPPED = {
+    'id': "the cell database gives the new row its own",
+    'created_at': "kept as the BuildRequest's created_at, which the "
+                  "conductor writes to the cell",
+    'updated_at': 'written by the database',
+    'deleted_at': 'the server is not deleted',
+    'deleted': 'the server is not deleted',
+    'cleaned': 'nothing was built to clean up',
+    'hidden': 'set only by cross-cell resize, which never ran',
+    'host': 'chosen by the scheduler',
+    'node': 'chosen by the scheduler',
+    'compute_id': 'chosen by the scheduler',
+    'launched_on': 'set by the compute that builds it',
+    'launched_at': 'set by the compute that builds it',
+    'terminated_at': 'the server is not deleted',
+    'cell_name': 'unused since cells v1',
+    'fault': "the burial's fault stays in the server's history",
+    'pci_devices': 'claimed by the compute that builds it',
+    'services': "the host's, read from the database",
+    'ec2_ids': 'made from the new row id',
+    'migration_context': 'no migration ever ran',
+    'vcpu_model': 'set by the compute that builds it',
+    'resources': 'claimed by the compute that builds it',
+}
+#: BlockDeviceMapping fields not copied: database identity and the link to
+#: the cell0 instance; everything else is what the create asked for.
+BDM_DROPPED = {
+    'id': "the cell database gives the new row its own",
+    'instance': 'the BDM is written for the new instance',
+    'created_at': 'written by the database',
+    'updated_at': 'written by the database',
+    'deleted_at': 'the BDM is not deleted',
+    'deleted': 'the BDM is not deleted',
+}
+#: RequestSpec fields the move changes (reset_request_spec,
+#: complete_request_spec); every other field is kept as the create stored
+#: it (RequestSpec.fields minus these).
+REQUEST_SPEC_RESET = {
+    'num_instances': 'one server is built',
+    'image': 'the image it is built from, possibly new',
+    'retry': 'no host was tried for this build',
+    'ignore_hosts': 'no host was tried for this build',
+    'pci_requests': 'derived again, as the instance\'s',
+    'requested_networks': 'from the create record; not stored by Nova',
+    'requested_destination': "the create's host/node (2.74); not stored "
+                             'by Nova',
+    'requested_resources': "the ports' request groups; not stored by Nova",
+    'network_metadata': 'derived from the ports; not stored by Nova',
+    'request_level_params': 'derived from the ports; not stored by Nova',
+}
+#: RequestSpec fields kept as the create stored them.
+REQUEST_SPEC_KEPT = frozenset([
+    'availability_zone', 'flavor', 'force_hosts', 'force_nodes', 'id',
+    'instance_group', 'instance_uuid', 'is_bfv', 'limits', 'numa_topology',
+    'project_id', 'scheduler_hints', 'security_groups', 'user_id',
+])
+#: BuildRequest fields new_build_request sets; the others are the
+#: database's.
+BUILD_REQUEST_SET = frozenset([
+    'instance', 'instance_uuid', 'project_id', 'block_device_mappings',
+    'tags', 'created_at'])
+BUILD_REQUEST_DATABASE = frozenset(['id', 'updated_at'])
 
 
 class MoveConflict(exception.Cell0RebuildException):
@@ -68,7 +158,7 @@ def clone_bdms(bdms, new_image_id=None):
     for bdm in bdms:
         clone = nova_objects.BlockDeviceMapping()
         for field in bdm.obj_fields:
-            if field not in _BDM_NOT_COPIED and bdm.obj_attr_is_set(field):
+            if field not in BDM_DROPPED and bdm.obj_attr_is_set(field):
                 setattr(clone, field, getattr(bdm, field))
         if (new_image_id is not None and clone.boot_index == 0 and
                 clone.source_type == 'image'):
@@ -84,8 +174,8 @@ def new_build_request(context, instance, bdms, updates, new_image_id=None):
     :param new_image_id: the new image of an image-backed server, if any.
     """
     new = nova_objects.Instance(context=context)
-    for field in instance.obj_fields:
-        if field not in _NOT_COPIED and instance.obj_attr_is_set(field):
+    for field in INSTANCE_COPIED:
+        if instance.obj_attr_is_set(field):
             setattr(new, field, getattr(instance, field))
     for field in ('metadata', 'system_metadata'):
         setattr(new, field, dict(getattr(instance, field)))
@@ -406,16 +496,18 @@ def get_request_spec(context, instance_uuid):
         return None
 
 
-def reset_request_spec(spec, image):
+def reset_request_spec(spec, image, resources):
     """Make a stored RequestSpec a fresh one-server create (not saved).
 
     Saved by :func:`move_to_build_request`, then completed by
     :func:`complete_request_spec`.
 
     :param image: the image dict the server is built from.
+    :param resources: ResourceRequests from :func:`resource_requests`.
     """
     spec.num_instances = 1
     spec.image = nova_objects.ImageMeta.from_dict(image)
+    spec.pci_requests = resources.pci_requests
     spec.retry = None
     spec.ignore_hosts = None
     # force_hosts and force_nodes stay: they are the admin's az:host:node
@@ -425,11 +517,58 @@ def reset_request_spec(spec, image):
     return spec
 
 
-def complete_request_spec(context, spec, networks, host=None, node=None):
+@dataclasses.dataclass
+class ResourceRequests(object):
+    """What a create derives from the flavor, the image and the ports.
+
+    :ivar pci_requests: InstancePCIRequests of the flavor and of each
+        SR-IOV port.
+    :ivar network_metadata: NetworkMetadata (physnets, tunneled) or None.
+    :ivar port_groups: the ports' RequestGroups (QoS minimum bandwidth
+        or packet rate).
+    :ivar level_params: RequestLevelParams of the ports, or None.
+    """
+
+    pci_requests: ty.Any
+    network_metadata: ty.Any
+    port_groups: ty.List[ty.Any]
+    level_params: ty.Any
+
+
+def resource_requests(context, instance, image, networks):
+    """Derive a server's PCI and port resource requests as a create does.
+
+    As ``nova.compute.api.API._validate_and_build_base_options``: the PCI
+    requests of the flavor, then one per SR-IOV port, with the NUMA
+    affinity policy of the flavor and image. Each port's new request id is
+    set on its NetworkRequest, and the instance and RequestSpec must carry
+    the same ids: compute binds a port to the device claimed for its
+    request id. The ids stored at the create are not reused; the requests
+    are made afresh, as for the create.
+
+    :param instance: the server (its flavor and uuid).
+    :param image: the image dict the server is built from.
+    :param networks: NetworkRequestList or None; its requests get their
+        ``pci_request_id``.
+    """
+    flavor = instance.flavor
+    policy = hardware.get_pci_numa_policy_constraint(
+        flavor, nova_objects.ImageMeta.from_dict(image))
+    pci_requests = pci_request.get_pci_requests_from_flavor(
+        flavor, affinity_policy=policy)
+    network_metadata, port_groups, level_params = (
+        neutron.API().create_resource_requests(
+            context, networks, pci_requests, affinity_policy=policy))
+    return ResourceRequests(pci_requests, network_metadata,
+                            list(port_groups or []), level_params)
+
+
+def complete_request_spec(spec, networks, resources, host=None, node=None):
     """Add what Nova does not store in a RequestSpec, as a create does.
 
     :param spec: the saved RequestSpec.
     :param networks: NetworkRequestList or None.
+    :param resources: the ResourceRequests the server was moved with.
     :param host: the host the create asked for (2.74), which Nova does not
         keep in the RequestSpec it stores; with *node*, its node.
     """
@@ -443,28 +582,24 @@ def complete_request_spec(context, spec, networks, host=None, node=None):
             destination.host = host
         spec.requested_destination = destination
     # Not persisted by Nova: recomputed from the ports as a create does.
-    network_metadata, port_groups, level_params = (
-        neutron.API().create_resource_requests(
-            context, networks,
-            nova_objects.InstancePCIRequests(requests=[])))
-    spec.requested_resources = list(port_groups or [])
-    if network_metadata is not None:
-        spec.network_metadata = network_metadata
-    if level_params is not None:
-        spec.request_level_params = level_params
+    spec.requested_resources = list(resources.port_groups)
+    if resources.network_metadata is not None:
+        spec.network_metadata = resources.network_metadata
+    if resources.level_params is not None:
+        spec.request_level_params = resources.level_params
     return spec
 
 
-def image_for_build(context, build_request, prepared):
+def image_for_build(context, bdms, prepared):
     """The image dict conductor hands to compute, as a create computes it.
 
-    For a volume-backed server that is its volume's image metadata.
+    For a volume-backed server that is its root BDM's: its volume's image
+    metadata, or the image its volume is to be created from.
     """
     if not prepared.is_volume_backed:
         return prepared.image
     return block_device.get_bdm_image_metadata(
-        context, glance.API(), cinder.API(),
-        build_request.block_device_mappings, legacy_bdm=False)
+        context, glance.API(), cinder.API(), bdms, legacy_bdm=False)
 
 
 def schedule_and_build(context, build_request, request_spec, image,

@@ -114,6 +114,7 @@ class RebuildFromCell0Task(base.TaskBase):
         self.journal = None
         self.build_request = None
         self.image = None
+        self.resources = None
         self.history = None
         #: Set just before the cast: from then on nothing is undone.
         self.cast_attempted = False
@@ -137,12 +138,17 @@ class RebuildFromCell0Task(base.TaskBase):
             self.admin, self.server.cell0, self.instance)
 
     def _move(self):
-        self.build_request = pipeline.new_build_request(
-            self.context, self.instance, self.bdms, self.prepared.updates,
-            new_image_id=self._new_image_id)
         self.image = pipeline.image_for_build(
-            self.context, self.build_request, self.prepared)
-        pipeline.reset_request_spec(self.request_spec, self.image)
+            self.context, self.bdms, self.prepared)
+        self.resources = pipeline.resource_requests(
+            self.context, self.instance, self.image, self.networks)
+        self.build_request = pipeline.new_build_request(
+            self.context, self.instance, self.bdms, dict(
+                self.prepared.updates,
+                pci_requests=self.resources.pci_requests),
+            new_image_id=self._new_image_id)
+        pipeline.reset_request_spec(self.request_spec, self.image,
+                                    self.resources)
         in_transaction = db_api.uses_nova_api_database()
         if not in_transaction:
             # Glance and Cinder may have taken long: still ours? (In the
@@ -203,7 +209,7 @@ class RebuildFromCell0Task(base.TaskBase):
     def _cast(self):
         record = self.server.record
         request_spec = pipeline.complete_request_spec(
-            self.context, self.request_spec, self.networks,
+            self.request_spec, self.networks, self.resources,
             host=record.requested_host if record else None,
             node=record.requested_hypervisor_hostname if record else None)
         if not pipeline.still_pending(self.admin, self.instance.uuid):

@@ -144,6 +144,10 @@ class Snapshot(object):
         tokens = {}
         for uuid in ids:
             tokens.setdefault(uuid, '<own %d>' % len(tokens))
+        for port in self.ports:
+            # The name of the port's device on the host is made of its id.
+            tokens[('tap' + port['id'])[:network_model.NIC_NAME_LEN]] = (
+                '<tap of %s>' % tokens[port['id']])
         return tokens
 
     def sections(self, host_names=()):
@@ -158,6 +162,11 @@ class Snapshot(object):
             device.pop('id', None)
         request_spec = flatten(self.request_spec)
         request_spec.pop('id', None)
+        if request_spec.get('instance_group'):
+            # Not stored in the RequestSpec: read from the group, as it is
+            # now (the twins are members in turn).
+            request_spec['instance_group'].pop('members', None)
+            request_spec['instance_group'].pop('hosts', None)
         sections = {
             'server': self.view,
             'instance': instance,
