@@ -240,6 +240,24 @@ class PortShapeTest(PortShapeTestCase):
         self._assert_lands_as_created(self._one_port_shape(
             self.neutron.port_with_sriov_resource_request))
 
+    def test_macvtap_port_with_a_minimum_bandwidth(self):
+        self._assert_lands_as_created(self._one_port_shape(
+            self.neutron.port_macvtap_with_resource_request))
+
+    def test_physical_function_port(self):
+        rebuilt, created = self._assert_lands_as_created(
+            self._one_port_shape(self.neutron.sriov_pf_port))
+        device, = rebuilt.instance.pci_devices
+        self.assertEqual('type-PF', device.dev_type)
+
+    def test_plain_port_beside_a_minimum_bandwidth_port(self):
+        ports = {twin: [self._twin_port(self.neutron.port_1),
+                        self._twin_port(
+                            self.neutron.port_with_resource_request)]
+                 for twin in ('buried', 'created')}
+        self._assert_lands_as_created(lambda twin: {'networks': [
+            {'port': port['id']} for port in ports[twin]]})
+
 
 class GroupShapeChecks(object):
     """A server group with a member already ACTIVE on host1."""
@@ -537,3 +555,21 @@ class PlacementShapeTest(ShapeTestCase,
             {'imageRef': image['id']})
         self.assertEqual(
             'virtio', rebuilt.instance.system_metadata['image_hw_rng_model'])
+
+
+class MultiGroupPortShapeTest(PortShapeTestCase):
+    """Neutron's extended resource requests: bandwidth and packet rate."""
+
+    # Nova's create refuses them unless a compute of Xena or later exists.
+    bury_on_disabled_hosts = True
+
+    def setUp(self):
+        super().setUp()
+        self.neutron = self.useFixture(
+            nova_qos.MultiGroupResourceRequestNeutronFixture(self))
+
+    def test_port_with_minimum_bandwidth_and_packet_rate(self):
+        rebuilt, created = self._assert_lands_as_created(
+            self._one_port_shape(self.neutron.port_with_resource_request))
+        port, = rebuilt.ports
+        self.assertEqual(2, len(port['binding:profile']['allocation']))
