@@ -257,16 +257,6 @@ def _volume_image_id(context, root_bdm):
     return volume.get('volume_image_metadata', {}).get('image_id')
 
 
-def _refuse_unsupported(instance):
-    # A create's Cyborg device profile becomes request groups the plugin
-    # does not rebuild; building without them would lose the accelerator.
-    if instance.flavor.extra_specs.get('accel:device_profile'):
-        raise exception.RequestRefused(409, _(
-            'Instance %s asks for accelerators (flavor extra spec '
-            'accel:device_profile), which a rebuild from cell0 does not '
-            'support; delete it and create it again.') % instance.uuid)
-
-
 def original_image(context, cell0, instance):
     """The image a cell0 server was created from; its volume's if it boots
     from a volume.
@@ -310,7 +300,6 @@ def _refuse_unstorable(kwargs):
 
 
 def _prepare(context, instance, bdms, rebuild):
-    _refuse_unsupported(instance)
     api = _compute_api()
     kwargs = _translate(rebuild)
     _refuse_unstorable(kwargs)

@@ -20,6 +20,7 @@ cell, its RequestSpec, and the conductor's ``schedule_and_build_instances``.
 import dataclasses
 import typing as ty
 
+from nova.accelerator import cyborg
 from nova import block_device
 from nova.compute import power_state
 from nova.compute import task_states
@@ -126,7 +127,8 @@ REQUEST_SPEC_RESET = {
     'requested_networks': 'from the create record; not stored by Nova',
     'requested_destination': "the create's host/node (2.74); not stored "
                              'by Nova',
-    'requested_resources': "the ports' request groups; not stored by Nova",
+    'requested_resources': "the request groups of the ports and of the "
+                           "flavor's device profile; not stored by Nova",
     'network_metadata': 'derived from the ports; not stored by Nova',
     'request_level_params': 'derived from the ports; not stored by Nova',
 }
@@ -524,8 +526,9 @@ class ResourceRequests(object):
     :ivar pci_requests: InstancePCIRequests of the flavor and of each
         SR-IOV port.
     :ivar network_metadata: NetworkMetadata (physnets, tunneled) or None.
-    :ivar port_groups: the ports' RequestGroups (QoS minimum bandwidth
-        or packet rate).
+    :ivar port_groups: the RequestGroups of the ports (QoS minimum
+        bandwidth or packet rate, accelerator ports) and of the flavor's
+        Cyborg device profile.
     :ivar level_params: RequestLevelParams of the ports, or None.
     """
 
@@ -550,6 +553,8 @@ def resource_requests(context, instance, image, networks):
     :param image: the image dict the server is built from.
     :param networks: NetworkRequestList or None; its requests get their
         ``pci_request_id``.
+    :raises: DeviceProfileError when Cyborg does not know the flavor's
+        device profile any more.
     """
     flavor = instance.flavor
     policy = hardware.get_pci_numa_policy_constraint(
@@ -559,8 +564,15 @@ def resource_requests(context, instance, image, networks):
     network_metadata, port_groups, level_params = (
         neutron.API().create_resource_requests(
             context, networks, pci_requests, affinity_policy=policy))
-    return ResourceRequests(pci_requests, network_metadata,
-                            list(port_groups or []), level_params)
+    groups = list(port_groups or [])
+    device_profile = flavor.extra_specs.get('accel:device_profile')
+    if device_profile:
+        # The conductor binds the accelerator requests it creates from the
+        # profile to the providers allocated for these groups.
+        groups += cyborg.get_device_profile_request_groups(
+            context, device_profile)
+    return ResourceRequests(pci_requests, network_metadata, groups,
+                            level_params)
 
 
 def complete_request_spec(spec, networks, resources, host=None, node=None):

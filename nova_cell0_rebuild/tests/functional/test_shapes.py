@@ -573,3 +573,42 @@ class MultiGroupPortShapeTest(PortShapeTestCase):
             self._one_port_shape(self.neutron.port_with_resource_request))
         port, = rebuilt.ports
         self.assertEqual(2, len(port['binding:profile']['allocation']))
+
+
+class AcceleratorShapeTest(ShapeTestCase,
+                           integrated_helpers.PlacementInstanceHelperMixin):
+    """A flavor's Cyborg device profile, as Nova's harness tests it."""
+
+    def setUp(self):
+        super().setUp()
+        self.cyborg = self.useFixture(nova_fixtures.CyborgFixture())
+
+    def _make_room(self):
+        # One FPGA device provider under the host, as Cyborg reports it
+        # (nova/tests/functional/test_servers.py AcceleratorServerBase).
+        super()._make_room()
+        device = self.placement.post(
+            '/resource_providers', version='1.20', body={
+                'name': 'FakeDevice0',
+                'parent_provider_uuid': self._get_provider_uuid_by_host(
+                    'host1')}).body['uuid']
+        self._update_inventory(device, {
+            'resource_provider_generation': 0, 'inventories': {'FPGA': {
+                'total': 2, 'allocation_ratio': 1.0, 'max_unit': 2,
+                'min_unit': 1, 'reserved': 0, 'step_size': 1}}})
+        self._create_trait(self.cyborg.trait)
+        self._set_provider_traits(device, [self.cyborg.trait])
+
+    def test_flavor_device_profile(self):
+        flavor = self.admin_api.post_flavor({'flavor': {
+            'name': 'acc.tiny', 'ram': 512, 'vcpus': 1, 'disk': 1,
+            'id': uuidutils.generate_uuid()}})
+        self.admin_api.post_extra_spec(flavor['id'], {'extra_specs': {
+            'accel:device_profile': self.cyborg.dp_name}})
+        rebuilt, created = self._assert_lands_as_created(
+            {'flavorRef': flavor['id']})
+        self.assertEqual(1, sum(
+            allocation['resources'].get('FPGA', 0)
+            for allocation in rebuilt.allocations.values()))
+        arqs = self.cyborg.fake_get_arqs_for_instance(rebuilt.server_id)
+        self.assertEqual(['Bound'], [arq['state'] for arq in arqs])
