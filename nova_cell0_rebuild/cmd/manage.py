@@ -25,6 +25,7 @@ import json
 import sys
 
 from oslo_config import cfg
+from oslo_log import log as logging
 from oslo_utils import timeutils
 import prettytable
 
@@ -41,6 +42,7 @@ from nova_cell0_rebuild.operations import purge as purge_ops
 from nova_cell0_rebuild.tasks import heal as heal_task
 
 CONF = cfg.CONF
+LOG = logging.getLogger(__name__)
 
 PROG = 'nova-cell0-rebuild-manage'
 
@@ -285,6 +287,24 @@ def _action_kwargs():
             for name in CONF.category.action_kwargs}
 
 
+def _setup_logging():
+    """Log where the operator asked, and only there.
+
+    Without ``--log-file``, ``--log-dir``, ``--debug``, ``--use-stderr``,
+    syslog or journald oslo.log would write to stdout, which carries the
+    command's own output (JSON listings among it): then nothing is logged.
+
+    :returns: where the log goes, for the error line; None if nowhere.
+    """
+    if CONF.log_file or CONF.log_dir:
+        logging.setup(CONF, 'nova')
+        return CONF.log_file or CONF.log_dir
+    if CONF.debug or CONF.use_stderr or CONF.use_syslog or CONF.use_journal:
+        logging.setup(CONF, 'nova')
+        return 'the log'
+    return None
+
+
 def main(argv=None):
     argv = sys.argv if argv is None else argv
     CONF.register_cli_opt(category_opt)
@@ -294,6 +314,7 @@ def main(argv=None):
     except cfg.ConfigFilesNotFoundError as exc:
         print('%s: %s' % (PROG, exc), file=sys.stderr)
         return USAGE
+    log_target = _setup_logging()
     nova_servers.register_nova_objects()
     objects.register_all()
     category = CONF.category.command_category
@@ -301,7 +322,13 @@ def main(argv=None):
     try:
         return getattr(command, CONF.category.action_fn)(**_action_kwargs())
     except Exception as exc:
-        # One line an operator can read; the details are in the log.
+        # One line an operator can read; the traceback goes to the log.
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        print('%s: error: %s' % (PROG, reason), file=sys.stderr)
+        if log_target:
+            LOG.exception('%s failed', ' '.join(
+                filter(None, (category, CONF.category.action_fn))))
+            hint = '(details are in %s)' % log_target
+        else:
+            hint = '(run with --log-file FILE or --debug for details)'
+        print('%s: error: %s %s' % (PROG, reason, hint), file=sys.stderr)
         return ERROR

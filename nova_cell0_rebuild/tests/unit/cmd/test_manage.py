@@ -62,6 +62,29 @@ class TestManage(base.BaseTestCase):
         self.assertEqual(1, len(err.strip().splitlines()), err)
         self.assertIn('nova-cell0-rebuild-manage: error:', err)
 
+    def test_error_details_go_to_the_log_file(self):
+        with open(self.config, 'w') as conf:
+            conf.write('[cell0_rebuild]\n'
+                       'connection = sqlite:////no/dir/x.db\n')
+        log_file = os.path.join(self.tmp, 'manage.log')
+        code, out, err = self._manage('--log-file', log_file, 'db', 'sync')
+        self.assertEqual(1, code)
+        self.assertEqual(1, len(err.strip().splitlines()), err)
+        self.assertIn('details are in %s' % log_file, err)
+        with open(log_file) as log:
+            logged = log.read()
+        self.assertIn('Traceback (most recent call last)', logged)
+        self.assertIn('db sync failed', logged)
+
+    def test_without_a_log_the_error_says_how_to_get_one(self):
+        with open(self.config, 'w') as conf:
+            conf.write('[cell0_rebuild]\n'
+                       'connection = sqlite:////no/dir/x.db\n')
+        code, out, err = self._manage('db', 'sync')
+        self.assertEqual(1, code)
+        self.assertIn('--log-file', err)
+        self.assertEqual('', out)
+
     def test_usage(self):
         code, out, err = self._manage('db')
         self.assertEqual(2, code)
