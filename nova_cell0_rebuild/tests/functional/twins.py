@@ -131,7 +131,7 @@ class Snapshot(object):
     def own_ids(self):
         """Every uuid that names a part of this server alone, in order."""
         ids = [self.server_id]
-        ids += sorted(port['id'] for port in self.ports)
+        ids += [port['id'] for port in self._ports_in_order()]
         for bdm in self.bdms:
             ids += [getattr(bdm, field) for field in _BDM_IDENTITY[:3]
                     if bdm.obj_attr_is_set(field) and getattr(bdm, field)]
@@ -178,10 +178,17 @@ class Snapshot(object):
                 provider_names[provider]: allocation['resources']
                 for provider, allocation in self.allocations.items()},
             'ports': [{key: port.get(key) for key in _PORT_KEYS}
-                      for port in sorted(self.ports,
-                                         key=lambda p: p['id'])],
+                      for port in self._ports_in_order()],
         }
         return normalize(sections, self.own_ids(), host_names)
+
+    def _ports_in_order(self):
+        """The server's ports in the order of its NICs (as requested)."""
+        nics = [vif['id'] for vif in
+                self.instance.info_cache.network_info or []]
+        return sorted(self.ports, key=lambda port: (
+            nics.index(port['id']) if port['id'] in nics else len(nics),
+            port['id']))
 
     @staticmethod
     def _bdm(bdm):
