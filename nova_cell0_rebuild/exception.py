@@ -87,3 +87,18 @@ class LeaseHeld(Cell0RebuildException):
 
     msg_fmt = _('The move of instance %(uuid)s out of cell0 is alive: its '
                 'lease is held.')
+
+
+class ServiceCredentialsMissing(Cell0RebuildException):
+    msg_fmt = _('No credentials to authenticate as a service: set auth_type '
+                'and the options of its auth plugin in [%(group)s] or in '
+                'Nova\'s [%(fallback)s].')
+
+
+class ServiceCredentialsInvalid(Cell0RebuildException):
+    msg_fmt = _('Invalid credentials in [%(group)s]: %(reason)s')
+
+
+class ServiceAuthenticationFailed(Cell0RebuildException):
+    msg_fmt = _('Could not authenticate with the credentials of [%(group)s] '
+                'at %(auth_url)s: %(reason)s')

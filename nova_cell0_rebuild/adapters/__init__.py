@@ -33,4 +33,6 @@ touches one place:
     where nova-api's paste file is.
 ``nova_config``
     Nova's configuration start-up for our command lines.
+``nova_service_context``
+    a RequestContext of a service user, for ``manage rebuild``.
 """

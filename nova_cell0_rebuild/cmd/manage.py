@@ -22,6 +22,7 @@ Exit codes: 0 success; 1 error (printed as one line on stderr); 2 usage;
 
 import datetime
 import json
+import logging as std_logging
 import sys
 
 from oslo_config import cfg
@@ -31,6 +32,7 @@ import prettytable
 
 from nova_cell0_rebuild.adapters import nova_config
 from nova_cell0_rebuild.adapters import nova_servers
+from nova_cell0_rebuild.adapters import nova_service_context
 from nova_cell0_rebuild.api import rebuild as rebuild_flow
 from nova_cell0_rebuild import conf as plugin_conf
 from nova_cell0_rebuild.db import migration
@@ -94,7 +96,8 @@ class Cell0Commands(object):
 
     Each public method is a command: ``nova-cell0-rebuild-manage list``.
 
-    :param context: an admin RequestContext (given by tests).
+    :param context: an admin RequestContext for every command, ``rebuild``
+        included (given by tests: then Keystone is never asked).
     :param out: where to print.
     """
 
@@ -104,10 +107,22 @@ class Cell0Commands(object):
 
     @property
     def context(self):
+        """An admin context without a token: enough for the databases."""
         if self._context is None:
             from nova import context as nova_context
             self._context = nova_context.get_admin_context()
         return self._context
+
+    def _service_context(self):
+        """The context of a rebuild: a service user's, with its token.
+
+        A rebuild asks Glance, Cinder and Neutron as Nova's API would, with
+        the caller's token; the command's caller is the service user of
+        [cell0_rebuild_client] (or Nova's [service_user]).
+        """
+        if self._context is not None:
+            return self._context
+        return nova_service_context.service_context(CONF)
 
     def _print(self, text):
         print(text, file=self.out)
@@ -189,9 +204,14 @@ class Cell0Commands(object):
     @args('--image', metavar='<image id>',
           help='Image to build from (default: the server\'s own).')
     def rebuild(self, uuid, image=None):
-        """Rebuild a server from cell0, as the API does, as an admin."""
+        """Rebuild a server from cell0, as the API does, as a service user.
+
+        The user is that of [cell0_rebuild_client], or Nova's
+        [service_user] when that section sets no auth_type.
+        """
+        context = self._service_context()
         try:
-            prepared = rebuild_flow.rebuild_as_admin(self.context, CONF,
+            prepared = rebuild_flow.rebuild_as_admin(context, CONF,
                                                      uuid, image_ref=image)
         except exception.RequestRefused as refusal:
             self._print('Refused (%d): %s' % (refusal.status, refusal))
@@ -292,7 +312,10 @@ def _setup_logging():
 
     Without ``--log-file``, ``--log-dir``, ``--debug``, ``--use-stderr``,
     syslog or journald oslo.log would write to stdout, which carries the
-    command's own output (JSON listings among it): then nothing is logged.
+    command's own output (JSON listings among it): then nothing is logged,
+    not even on the stderr handler oslo.log sets up until it is configured,
+    where warnings (keystoneauth's, when it cannot reach Keystone) would
+    stand beside the error line.
 
     :returns: where the log goes, for the error line; None if nowhere.
     """
@@ -302,6 +325,10 @@ def _setup_logging():
     if CONF.debug or CONF.use_stderr or CONF.use_syslog or CONF.use_journal:
         logging.setup(CONF, 'nova')
         return 'the log'
+    root = std_logging.getLogger()
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    root.addHandler(std_logging.NullHandler())
     return None
 
 

@@ -13,7 +13,9 @@
 """Option discovery for oslo-config-generator and the Sphinx extension."""
 
 from nova_cell0_rebuild.conf import cell0_rebuild
+from nova_cell0_rebuild.conf import cell0_rebuild_client
 
 
 def list_opts():
-    return list(cell0_rebuild.list_opts().items())
+    return [item for module in (cell0_rebuild, cell0_rebuild_client)
+            for item in module.list_opts().items()]

@@ -13,6 +13,7 @@
 """nova-cell0-rebuild-manage, run as an operator runs it."""
 
 import os
+import socket
 import subprocess
 import sys
 
@@ -20,6 +21,8 @@ import fixtures
 from oslotest import base
 
 from nova_cell0_rebuild.db import migration
+
+SERVER = '8c2f0a4e-3b1d-4f5a-9e6c-7d8b9a0c1e2f'
 
 
 class TestManage(base.BaseTestCase):
@@ -88,3 +91,33 @@ class TestManage(base.BaseTestCase):
     def test_usage(self):
         code, out, err = self._manage('db')
         self.assertEqual(2, code)
+
+    def test_rebuild_without_service_credentials(self):
+        code, out, err = self._manage('rebuild', SERVER)
+        self.assertEqual(1, code)
+        self.assertEqual(1, len(err.strip().splitlines()), err)
+        self.assertIn('nova-cell0-rebuild-manage: error:', err)
+        self.assertIn('[cell0_rebuild_client]', err)
+        self.assertIn('[service_user]', err)
+        self.assertEqual('', out)
+
+    def test_rebuild_when_keystone_cannot_be_reached(self):
+        # A port nothing listens on: the connection is refused at once.
+        with socket.socket() as sock:
+            sock.bind(('127.0.0.1', 0))
+            auth_url = 'http://127.0.0.1:%d/identity/v3' % (
+                sock.getsockname()[1])
+        with open(self.config, 'a') as conf:
+            conf.write('[cell0_rebuild_client]\n'
+                       'auth_type = password\n'
+                       'auth_url = %s\n'
+                       'username = nova\n'
+                       'password = secret\n'
+                       'project_name = service\n'
+                       'user_domain_name = Default\n'
+                       'project_domain_name = Default\n' % auth_url)
+        code, out, err = self._manage('rebuild', SERVER)
+        self.assertEqual(1, code)
+        self.assertEqual(1, len(err.strip().splitlines()), err)
+        self.assertIn('[cell0_rebuild_client] at %s' % auth_url, err)
+        self.assertNotIn('secret', err)

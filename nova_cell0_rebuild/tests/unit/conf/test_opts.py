@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The [cell0_rebuild] options and their discovery."""
+"""The [cell0_rebuild] and [cell0_rebuild_client] options, their discovery."""
 
 from oslo_config import cfg
 from oslo_config import fixture as config_fixture
@@ -57,15 +57,31 @@ class TestOptions(base.BaseTestCase):
 
     def test_list_opts_names_every_option(self):
         listed = opts.list_opts()
-        self.assertEqual(1, len(listed))
+        self.assertEqual(['cell0_rebuild', 'cell0_rebuild_client'],
+                         [group.name for group, _ in listed])
         group, options = listed[0]
-        self.assertEqual('cell0_rebuild', group.name)
         self.assertEqual(
             {'min_microversion', 'enabled_gates', 'allow_unrecorded',
              'move_lease_seconds', 'connection', 'notification_retries',
              'notification_timeout'},
             {opt.name for opt in options})
         self.assertTrue(all(opt.help.strip() for opt in options))
+
+    def test_client_options_are_keystoneauths(self):
+        group, options = opts.list_opts()[1]
+        self.assertTrue(group.help.strip())
+        names = {opt.dest for opt in options}
+        self.assertLessEqual(
+            {'auth_type', 'auth_section', 'auth_url', 'username', 'password',
+             'project_name', 'user_domain_name', 'project_domain_name',
+             'cafile', 'insecure', 'timeout'}, names)
+        self.assertTrue([o for o in options if o.name == 'password'][0].secret)
+
+    def test_client_section_registers_what_keystoneauth_loads_from(self):
+        group = self.conf.cell0_rebuild_client
+        self.assertIsNone(group.auth_type)
+        self.assertIsNone(group.auth_section)
+        self.assertFalse(group.insecure)
 
     def test_connection_is_secret(self):
         self.assertTrue(
