@@ -1,0 +1,131 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""What every scenario test does: a full cloud, a buried server, room."""
+
+import time
+
+import testtools
+
+from nova_cell0_rebuild.tests.cloud import clients
+
+#: Two computes of 8 GiB, flavors of 3 GiB: two servers on each.
+SLOTS = 4
+PROJECT_CLOUDS = ('demo-member', 'other-member')
+
+
+class CloudTestCase(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.cloud = clients.load()
+        self.addCleanup(self._delete_all_servers)
+
+    # -- servers -------------------------------------------------------
+
+    def create(self, name, flavor='standard', cloud='demo-member',
+               microversion=clients.MICROVERSION, **extra):
+        """POST a server; :returns: (its id, seconds the POST took)."""
+        body = {'server': dict({
+            'name': name, 'imageRef': self.cloud.image_id,
+            'flavorRef': self.cloud.description['flavors'][flavor],
+            'networks': 'none'}, **extra)}
+        status, answer, seconds = self.cloud.compute(
+            cloud, 'POST', '/servers', body, microversion=microversion)
+        self.assertEqual(202, status, answer)
+        return answer['server']['id'], seconds
+
+    def show(self, uuid, cloud='demo-member'):
+        status, answer, _ = self.cloud.compute(cloud, 'GET',
+                                               '/servers/%s' % uuid)
+        self.assertEqual(200, status, answer)
+        return answer['server']
+
+    def wait_for_status(self, uuid, wanted, cloud='demo-member',
+                        timeout=120):
+        deadline = time.monotonic() + timeout
+        while True:
+            server = self.show(uuid, cloud)
+            if server['status'] == wanted and (
+                    server.get('OS-EXT-STS:task_state') is None):
+                return server
+            if time.monotonic() > deadline:
+                self.fail('%s is %s (task %s), not %s, after %ss' % (
+                    uuid, server['status'],
+                    server.get('OS-EXT-STS:task_state'), wanted, timeout))
+            time.sleep(0.5)
+
+    def fill(self, count=SLOTS):
+        """Fill the computes with pre-emptible servers (one multi-create)."""
+        _, answer, _ = self.cloud.compute(
+            'demo-member', 'POST', '/servers', {'server': {
+                'name': 'preemptible', 'imageRef': self.cloud.image_id,
+                'flavorRef': self.cloud.description['flavors']['preemptible'],
+                'networks': 'none',
+                'min_count': count, 'return_reservation_id': True}})
+        reservation = answer['reservation_id']
+        _, listing, _ = self.cloud.compute(
+            'demo-member', 'GET',
+            '/servers?reservation_id=%s' % reservation)
+        uuids = [server['id'] for server in listing['servers']]
+        self.assertEqual(count, len(uuids), listing)
+        for uuid in uuids:
+            self.wait_for_status(uuid, 'ACTIVE')
+        return uuids
+
+    def bury(self, name, **extra):
+        """Create a server on a full cloud: it ends in cell0, in ERROR."""
+        uuid, seconds = self.create(name, **extra)
+        server = self.wait_for_status(uuid, 'ERROR')
+        self.assertIn('No valid host', server['fault']['message'])
+        return uuid
+
+    def delete(self, uuid, cloud='demo-member'):
+        self.cloud.compute(cloud, 'DELETE', '/servers/%s' % uuid)
+        self.wait_gone(uuid, cloud)
+
+    def wait_gone(self, uuid, cloud='demo-member', timeout=120):
+        deadline = time.monotonic() + timeout
+        while self.cloud.compute(cloud, 'GET', '/servers/%s' % uuid)[0] \
+                != 404:
+            if time.monotonic() > deadline:
+                self.fail('%s still there after %ss' % (uuid, timeout))
+            time.sleep(0.5)
+
+    def full_cloud_with_a_buried_server(self, name='buried', **extra):
+        """Pre-emptibles everywhere, then a server that is buried.
+
+        :returns: (buried server's id, the pre-emptibles' ids)
+        """
+        preemptibles = self.fill()
+        return self.bury(name, **extra), preemptibles
+
+    def rebuild_body(self):
+        return {'rebuild': {'imageRef': self.cloud.image_id}}
+
+    def rebuild(self, uuid, cloud='demo-member', api='nova-api-1'):
+        """POST the rebuild action with curl; :returns: (status, body)."""
+        return self.cloud.curl(cloud, 'POST', '/servers/%s/action' % uuid,
+                               self.rebuild_body(), api=api)
+
+    def assert_one_allocation(self, uuid):
+        allocations = self.cloud.placement_allocations(uuid)
+        self.assertEqual(1, len(allocations), allocations)
+
+    def _delete_all_servers(self):
+        for cloud in PROJECT_CLOUDS:
+            _, listing, _ = self.cloud.compute(cloud, 'GET', '/servers')
+            for server in listing['servers']:
+                self.cloud.compute(cloud, 'DELETE',
+                                   '/servers/%s' % server['id'])
+            for server in listing['servers']:
+                self.wait_gone(server['id'], cloud)

@@ -1,0 +1,96 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Races and faults on the real cloud: nothing may be lost.
+
+Two nova-api processes racing, a nova-api killed with SIGKILL during a
+move, RabbitMQ restarted during a rebuild.
+"""
+
+import concurrent.futures
+import time
+
+from nova_cell0_rebuild.tests.cloud import base
+
+
+class FaultsTest(base.CloudTestCase):
+
+    def _room_for(self, preemptibles):
+        self.delete(preemptibles[0])
+
+    def _warm(self, api):
+        # A cold worker spends seconds on its first token validation.
+        for _ in range(4):
+            self.cloud.curl('demo-member', 'GET', '/servers', api=api)
+
+    def test_two_apis_racing_one_202(self):
+        uuid, preemptibles = self.full_cloud_with_a_buried_server()
+        self._room_for(preemptibles)
+        self._warm('nova-api-1')
+        self._warm('nova-api-2')
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            answers = list(pool.map(
+                lambda api: self.rebuild(uuid, api=api),
+                ['nova-api-1', 'nova-api-2']))
+        statuses = sorted(status for status, _ in answers)
+        self.assertEqual([202, 409], statuses, answers)
+        self.wait_for_status(uuid, 'ACTIVE')
+        self.assert_one_allocation(uuid)
+
+    def test_nova_api_killed_during_a_move_then_heal(self):
+        uuid, preemptibles = self.full_cloud_with_a_buried_server()
+        self._room_for(preemptibles)
+        self._warm('nova-api-1')
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            answer = pool.submit(self.rebuild, uuid)
+            time.sleep(0.15)
+            self.cloud.service('kill', 'nova-api-1')
+            try:
+                answer.result()
+            except Exception:  # noqa: B902 - the API died under it
+                pass
+        self.cloud.service('restart', 'nova-api-1')
+        # The move's lease is 10 s in the minicloud's nova.conf.
+        time.sleep(11)
+        heal = self.cloud.manage('heal', check=False)
+        self.assertIn(heal.returncode, (0,), heal.stdout + heal.stderr)
+        server = self.show(uuid)
+        if server['status'] != 'ACTIVE':
+            # Rolled back: still buried, still rebuildable.
+            self.wait_for_status(uuid, 'ERROR')
+            status, body = self.rebuild(uuid)
+            self.assertEqual(202, status, body)
+        self.wait_for_status(uuid, 'ACTIVE')
+        self.assert_one_allocation(uuid)
+
+    def test_rabbitmq_restarted_during_a_rebuild(self):
+        uuid, preemptibles = self.full_cloud_with_a_buried_server()
+        self._room_for(preemptibles)
+        self._warm('nova-api-1')
+        down_for = 5.0
+        self.cloud.service('stop', 'rabbitmq')
+        stopped = time.monotonic()
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            answer = pool.submit(self.rebuild, uuid)
+            time.sleep(down_for)
+            self.cloud.service('restart', 'rabbitmq')
+            restarted = time.monotonic()
+            status, body = answer.result()
+        answered = time.monotonic()
+        self.assertEqual(202, status, body)
+        # The API may wait for the bus to come back, not much longer.
+        self.assertLess(answered - restarted, 30,
+                        'answered %.1f s after RabbitMQ was back (down '
+                        '%.1f s)' % (answered - restarted,
+                                     restarted - stopped))
+        self.wait_for_status(uuid, 'ACTIVE', timeout=180)
+        self.assert_one_allocation(uuid)

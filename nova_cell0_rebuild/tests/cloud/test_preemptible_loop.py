@@ -1,0 +1,92 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The pre-emptible loop on a real multi-process cloud, with real clients.
+
+A full cloud, a server buried in cell0, a pre-emptible deleted to make
+room, the buried server rebuilt with ``openstack server rebuild``: it must
+come back ACTIVE as the same server, with everything it was created with.
+"""
+
+import base64
+
+import fixtures
+
+from nova_cell0_rebuild.tests.cloud import base
+from nova_cell0_rebuild.tests.cloud import clients
+
+
+class PreemptibleLoopTest(base.CloudTestCase):
+
+    def test_rebuilt_with_the_openstack_cli(self):
+        private_key = self.useFixture(fixtures.TempDir()).join('loop-key')
+        self.cloud.osc('demo-member', 'keypair', 'create', 'loop-key',
+                       '--private-key', private_key, '-f', 'json')
+        self.addCleanup(self.cloud.osc, 'demo-member', 'keypair', 'delete',
+                        'loop-key')
+        uuid, preemptibles = self.full_cloud_with_a_buried_server(
+            name='loop', metadata={'owner': 'scenario'},
+            key_name='loop-key')
+        before = self.cloud.osc('demo-member', 'server', 'show', uuid,
+                                '-f', 'json',
+                                microversion=clients.MICROVERSION)
+        self.delete(preemptibles[0])
+
+        self.cloud.osc('demo-member', 'server', 'rebuild', '--image',
+                       self.cloud.image_id, '--wait', uuid, '-f', 'json',
+                       microversion=clients.MICROVERSION)
+
+        after = self.cloud.osc('demo-member', 'server', 'show', uuid,
+                               '-f', 'json',
+                               microversion=clients.MICROVERSION)
+        self.assertEqual('ACTIVE', after['status'])
+        for field in ('id', 'name', 'properties', 'key_name', 'created',
+                      'addresses', 'user_id', 'project_id'):
+            self.assertEqual(before[field], after[field], field)
+        self.assertEqual({'owner': 'scenario'}, after['properties'])
+        events = self.cloud.osc('demo-member', 'server', 'event', 'list',
+                                uuid, '-f', 'json')
+        self.assertEqual(['create', 'rebuild'],
+                         sorted(event['Action'] for event in events),
+                         events)
+        self.assert_one_allocation(uuid)
+
+    def test_reader_other_project_and_personality_files(self):
+        uuid, preemptibles = self.full_cloud_with_a_buried_server()
+        # Personality files exist until 2.56; openstack server create
+        # --file is broken in OSC 10.5, so the raw API (curl).
+        status, body = self.cloud.curl(
+            'demo-member', 'POST', '/servers', {'server': {
+                'name': 'with-files', 'imageRef': self.cloud.image_id,
+                'flavorRef': self.cloud.description['flavors']['standard'],
+                'networks': 'none',
+                'personality': [{'path': '/etc/motd', 'contents':
+                                 base64.b64encode(b'hi').decode()}]}},
+            microversion='2.56')
+        self.assertEqual(202, status, body)
+        with_files = body['server']['id']
+        self.wait_for_status(with_files, 'ERROR')
+        self.delete(preemptibles[0])
+
+        status, body = self.rebuild(uuid, cloud='demo-reader')
+        self.assertEqual(403, status, body)
+        status, body = self.rebuild(uuid, cloud='other-member')
+        self.assertEqual(404, status, body)
+        status, body = self.rebuild(with_files)
+        self.assertEqual(409, status, body)
+        self.assertIn('personality', body['conflictingRequest']['message'])
+
+        status, body = self.rebuild(uuid)
+        self.assertEqual(202, status, body)
+        self.wait_for_status(uuid, 'ACTIVE')
+        self.assert_one_allocation(uuid)
+        self.assertEqual('ERROR', self.show(with_files)['status'])

@@ -1,0 +1,187 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The configuration files of the minicloud's services.
+
+Everything listens on 127.0.0.1 on the ports of :data:`PORTS`, chosen away
+from the usual ones so a cloud or a demo already running here is left
+alone. Each service's Keystone user is in :data:`SERVICE_USERS`.
+"""
+
+import os
+
+PORTS = {
+    'mariadb': 25306,
+    'rabbitmq': 25672,
+    'keystone': 25000,
+    'placement': 25778,
+    'glance': 25292,
+    'neutron': 25696,
+    'nova-api-1': 25774,
+    'nova-api-2': 25775,
+}
+PASSWORD = 'minicloud-secret'
+REGION = 'RegionOne'
+SERVICE_USERS = ('nova', 'placement', 'glance')
+
+
+def url(service, path=''):
+    return 'http://127.0.0.1:%d%s' % (PORTS[service], path)
+
+
+def database_url(name):
+    return 'mysql+pymysql://cloud:%s@127.0.0.1:%d/%s?charset=utf8mb4' % (
+        PASSWORD, PORTS['mariadb'], name)
+
+
+TRANSPORT_URL = 'rabbit://guest:guest@127.0.0.1:%d/' % PORTS['rabbitmq']
+
+
+def ini(sections):
+    """An ini file's text from {section: {option: value}}."""
+    lines = []
+    for section, options in sections.items():
+        lines.append('[%s]' % section)
+        lines.extend('%s = %s' % (key, value)
+                     for key, value in options.items())
+        lines.append('')
+    return '\n'.join(lines)
+
+
+def _auth(username):
+    return {
+        'auth_type': 'password',
+        'auth_url': url('keystone'),
+        'username': username,
+        'password': PASSWORD,
+        'project_name': 'service',
+        'user_domain_name': 'Default',
+        'project_domain_name': 'Default',
+    }
+
+
+def authtoken(username):
+    section = _auth(username)
+    section.update({'www_authenticate_uri': url('keystone'),
+                    'service_token_roles_required': 'true'})
+    return section
+
+
+def keystone_conf(workdir):
+    keys = os.path.join(workdir, 'keystone')
+    return ini({
+        'DEFAULT': {'log_file': os.path.join(workdir, 'logs',
+                                             'keystone-app.log')},
+        'database': {'connection': database_url('keystone')},
+        'token': {'provider': 'fernet'},
+        'fernet_tokens': {'key_repository': os.path.join(keys, 'fernet')},
+        'fernet_receipts': {
+            'key_repository': os.path.join(keys, 'receipts')},
+        'credential': {'key_repository': os.path.join(keys, 'credential')},
+    })
+
+
+def placement_conf(workdir):
+    return ini({
+        'DEFAULT': {'log_file': os.path.join(workdir, 'logs',
+                                             'placement-app.log')},
+        'api': {'auth_strategy': 'keystone'},
+        'placement_database': {'connection': database_url('placement')},
+        'keystone_authtoken': authtoken('placement'),
+    })
+
+
+def glance_conf(workdir):
+    images = os.path.join(workdir, 'glance')
+    return ini({
+        'DEFAULT': {
+            'log_file': os.path.join(workdir, 'logs', 'glance-app.log'),
+            'enabled_backends': 'fs:file',
+            'bind_host': '127.0.0.1', 'bind_port': PORTS['glance'],
+        },
+        'glance_store': {'default_backend': 'fs'},
+        'fs': {'filesystem_store_datadir': os.path.join(images, 'images')},
+        'os_glance_staging_store': {
+            'filesystem_store_datadir': os.path.join(images, 'staging')},
+        'os_glance_tasks_store': {
+            'filesystem_store_datadir': os.path.join(images, 'tasks')},
+        'database': {'connection': database_url('glance')},
+        'keystone_authtoken': authtoken('glance'),
+        'paste_deploy': {
+            'flavor': 'keystone',
+            'config_file': os.path.join(workdir, 'etc', 'glance',
+                                        'glance-api-paste.ini')},
+    })
+
+
+def nova_conf(workdir):
+    """nova.conf of every Nova service (computes add their own file)."""
+    nova = os.path.join(workdir, 'nova')
+    return ini({
+        'DEFAULT': {
+            'transport_url': TRANSPORT_URL,
+            'state_path': os.path.join(nova, 'state'),
+            'compute_driver': 'fake.SmallFakeDriver',
+            'my_ip': '127.0.0.1',
+            # A cloud at rest: no periodic audit of every compute.
+            'heal_instance_info_cache_interval': '-1',
+        },
+        'api': {'auth_strategy': 'keystone'},
+        'api_database': {'connection': database_url('nova_api')},
+        'database': {'connection': database_url('nova_cell1')},
+        'keystone_authtoken': authtoken('nova'),
+        'service_user': dict(_auth('nova'),
+                             send_service_user_token='true'),
+        'placement': dict(_auth('nova'), region_name=REGION),
+        'neutron': dict(_auth('nova'), region_name=REGION),
+        'glance': {'region_name': REGION},
+        'cinder': {'os_region_name': REGION},
+        'oslo_concurrency': {'lock_path': os.path.join(nova, 'locks')},
+        'oslo_messaging_notifications': {'driver': 'messagingv2'},
+        # Queues that outlive a RabbitMQ restart, as production runs them:
+        # with transient queues a cast sent while a consumer reconnects is
+        # dropped, for a create as for a rebuild.
+        'oslo_messaging_rabbit': {'rabbit_quorum_queue': 'true'},
+        'notifications': {'notification_format': 'both'},
+        'scheduler': {'discover_hosts_in_cells_interval': '-1'},
+        'conductor': {'workers': '1'},
+        # The shortest lease, so the scenario can heal a killed move soon.
+        'cell0_rebuild': {'move_lease_seconds': '10'},
+        'wsgi': {'api_paste_config': os.path.join(workdir, 'etc', 'nova',
+                                                  'api-paste.ini')},
+    })
+
+
+def compute_conf(workdir, host):
+    return ini({
+        'DEFAULT': {
+            'host': host,
+            'state_path': os.path.join(workdir, 'nova', host),
+            'instances_path': os.path.join(workdir, 'nova', host,
+                                           'instances'),
+        },
+    })
+
+
+def uwsgi_command(venv, module, port, processes=1, threads=2):
+    """uwsgi serving a WSGI application, as devstack runs OpenStack APIs."""
+    return [os.path.join(venv, 'bin', 'uwsgi'),
+            '--master', '--die-on-term', '--need-app', '--lazy-apps',
+            '--enable-threads', '--thunder-lock',
+            '--processes', str(processes), '--threads', str(threads),
+            '--http-socket', '127.0.0.1:%d' % port,
+            '--virtualenv', venv,
+            '--module', module,
+            '--buffer-size', '65535',
+            # uwsgi's http-socket does not keep connections alive: say so,
+            # or clients reuse a closed connection (ECONNRESET).
+            '--add-header', 'Connection: close']

@@ -1,0 +1,484 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""A small multi-process OpenStack on one machine, with the plugin in it.
+
+Separate OS processes, no internet: MariaDB and RabbitMQ from the Debian
+packages; Keystone (fernet tokens), placement, Glance (file store) and two
+nova-api under uwsgi; nova-conductor, nova-scheduler and two nova-compute
+with Nova's fake driver; a stand-in for Neutron (``neutron_standin.py``).
+The plugin is installed and enabled by following the install guide's code
+blocks (``install_doc.py``).
+
+Usage (from the source tree, in a Python environment holding the services:
+``tox -e cloud`` makes one)::
+
+    python tools/minicloud/minicloud.py up WORKDIR
+    python tools/minicloud/minicloud.py kill|stop|restart SERVICE WORKDIR
+    python tools/minicloud/minicloud.py down WORKDIR
+
+``up`` writes ``WORKDIR/cloud.json`` (what the scenario reads) and
+``WORKDIR/clouds.yaml`` (for ``openstack --os-cloud demo-member``). Service
+logs stay in ``WORKDIR/logs`` after ``down``.
+"""
+
+import argparse
+import concurrent.futures
+import glob
+import json
+import os
+import shutil
+import signal
+import sys
+import time
+
+import configs
+import identity
+import install_doc
+import processes
+
+SOURCE_TREE = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+COMPUTES = ('compute1', 'compute2')
+DATABASES = ('keystone', 'placement', 'glance', 'nova_api', 'nova_cell0',
+             'nova_cell1')
+RABBITMQ = '/usr/lib/rabbitmq/bin'
+EPMD_PORT = 4369
+
+
+class MiniCloud(object):
+
+    def __init__(self, workdir):
+        self.workdir = os.path.abspath(workdir)
+        self.venv = sys.prefix
+        self.procs = processes.Processes(self.workdir)
+        self.etc = os.path.join(self.workdir, 'etc')
+        self.timings = {}
+
+    # -- helpers ---------------------------------------------------------
+
+    def _bin(self, name):
+        return os.path.join(self.venv, 'bin', name)
+
+    def _path(self, *parts):
+        return os.path.join(self.workdir, *parts)
+
+    def _write(self, relative, text):
+        path = self._path(relative)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, 'w') as out:
+            out.write(text)
+        return path
+
+    def _timed(self, step, function, *args):
+        started = time.monotonic()
+        result = function(*args)
+        self.timings[step] = round(time.monotonic() - started, 1)
+        print('minicloud: %-28s %6.1f s' % (step, self.timings[step]),
+              flush=True)
+        return result
+
+    def _parallel(self, *steps):
+        with concurrent.futures.ThreadPoolExecutor(len(steps)) as pool:
+            futures = [pool.submit(self._timed, name, function)
+                       for name, function in steps]
+            for future in futures:
+                future.result()
+
+    # -- databases and message bus -----------------------------------------
+
+    def _mariadb(self):
+        data = self._path('mariadb', 'data')
+        socket = self._path('mariadb', 'mysqld.sock')
+        as_root = ['--user=root'] if os.geteuid() == 0 else []
+        self.procs.run('mariadb-install', [
+            shutil.which('mariadb-install-db') or 'mysql_install_db',
+            '--no-defaults', '--datadir=' + data, '--skip-test-db',
+            '--auth-root-authentication-method=socket'] + as_root)
+        self.procs.start('mariadb', [
+            shutil.which('mariadbd', path='/usr/sbin:' + os.environ['PATH']),
+            '--no-defaults', '--datadir=' + data, '--socket=' + socket,
+            '--bind-address=127.0.0.1', '--skip-name-resolve',
+            '--port=%d' % configs.PORTS['mariadb'],
+            '--innodb-buffer-pool-size=256M',
+            '--innodb-flush-log-at-trx-commit=2',
+            '--character-set-server=utf8mb4', '--max-connections=1000',
+            '--log-error=' + self.procs.log_path('mariadb')] + as_root)
+        client = [shutil.which('mariadb') or 'mysql', '--no-defaults',
+                  '--socket=' + socket, '-u', 'root']
+        processes.wait_for(
+            'MariaDB answering',
+            lambda: self._try(client + ['-e', 'SELECT 1']), 60,
+            watch=lambda: self.procs.check_alive('mariadb'))
+        statements = ["CREATE USER 'cloud'@'%%' IDENTIFIED BY '%s'"
+                      % configs.PASSWORD,
+                      "GRANT ALL PRIVILEGES ON *.* TO 'cloud'@'%'"]
+        statements += ['CREATE DATABASE %s CHARACTER SET utf8mb4' % name
+                       for name in DATABASES]
+        self.procs.run('mariadb-install', client + ['-e',
+                                                    '; '.join(statements)])
+
+    def _try(self, command):
+        try:
+            self.procs.run('probe', command, timeout=10)
+            return True
+        except (processes.BringUpError, OSError):
+            return False
+
+    def rabbitmq_env(self):
+        base = self._path('rabbitmq')
+        return {
+            'HOME': base,
+            'RABBITMQ_MNESIA_BASE': os.path.join(base, 'mnesia'),
+            'RABBITMQ_LOG_BASE': os.path.join(base, 'log'),
+            'RABBITMQ_NODENAME': 'minicloud@localhost',
+            'RABBITMQ_NODE_IP_ADDRESS': '127.0.0.1',
+            'RABBITMQ_NODE_PORT': str(configs.PORTS['rabbitmq']),
+            'RABBITMQ_DIST_PORT': str(configs.PORTS['rabbitmq'] + 1),
+            'RABBITMQ_ENABLED_PLUGINS_FILE': os.path.join(base, 'plugins'),
+        }
+
+    def _rabbitmq(self):
+        # /usr/sbin/rabbitmq-server switches to the rabbitmq user and
+        # cannot write our directory: run the real script, as root.
+        self._write('rabbitmq/plugins', '[].\n')
+        self.epmd_was_running = processes.port_open(EPMD_PORT)
+        # RabbitMQ's epmd daemonizes out of our process group: down stops
+        # it if it was not running before.
+        self._write('run/epmd-was-running', str(self.epmd_was_running))
+        self.procs.start('rabbitmq', [os.path.join(RABBITMQ,
+                                                   'rabbitmq-server')],
+                         env=self.rabbitmq_env())
+        self.wait_for_rabbitmq()
+
+    def wait_for_rabbitmq(self, timeout=90):
+        env = self.rabbitmq_env()
+        processes.wait_for(
+            'RabbitMQ started',
+            lambda: self._try_env([os.path.join(RABBITMQ, 'rabbitmqctl'),
+                                   '-n', env['RABBITMQ_NODENAME'],
+                                   'await_startup'], env), timeout,
+            watch=lambda: self.procs.check_alive('rabbitmq'))
+
+    def _try_env(self, command, env):
+        try:
+            self.procs.run('probe', command, env=env, timeout=30)
+            return True
+        except (processes.BringUpError, OSError):
+            return False
+
+    # -- configuration -----------------------------------------------------
+
+    def _write_configs(self):
+        self._write('etc/keystone/keystone.conf',
+                    configs.keystone_conf(self.workdir))
+        self._write('etc/placement/placement.conf',
+                    configs.placement_conf(self.workdir))
+        self._write('etc/glance/glance-api.conf',
+                    configs.glance_conf(self.workdir))
+        shutil.copy(os.path.join(self.venv, 'etc', 'glance',
+                                 'glance-api-paste.ini'),
+                    self._path('etc', 'glance'))
+        self._write('etc/nova/nova.conf', configs.nova_conf(self.workdir))
+        for host in COMPUTES:
+            self._write('etc/nova/%s.conf' % host,
+                        configs.compute_conf(self.workdir, host))
+        for name in ('glance/images', 'glance/staging', 'glance/tasks',
+                     'nova/locks', 'nova/state', 'keystone'):
+            os.makedirs(self._path(name), exist_ok=True)
+
+    def _nova_conf(self):
+        return ['--config-file', self._path('etc', 'nova', 'nova.conf')]
+
+    # -- the install guide ------------------------------------------------
+
+    def _guide(self):
+        return install_doc.InstallGuide.from_file(
+            os.path.join(SOURCE_TREE, install_doc.GUIDE))
+
+    def _install_plugin(self):
+        """Install the plugin as the guide says: build a wheel, install it."""
+        guide = self._guide()
+        dist = self._path('dist')
+        for command in guide.pip_commands():
+            if command[1] == 'install' and 'dist/' not in command[-1]:
+                continue  # the guide's other way: from the source tree
+            argv = [self._bin('python'), '-m'] + [
+                word.replace('/path/to/nova-cell0-rebuild', SOURCE_TREE)
+                .replace('dist', dist, 1) if word.startswith(
+                    ('/path/to', 'dist')) else word for word in command]
+            argv = [expanded for word in argv
+                    for expanded in (sorted(glob.glob(word)) or [word])]
+            self.procs.run('plugin-install', argv)
+
+    def _paste_file(self):
+        guide = self._guide()
+        with open(os.path.join(self.venv, 'etc', 'nova',
+                               'api-paste.ini')) as stock:
+            text = install_doc.apply_paste_sections(
+                stock.read(), guide.paste_sections())
+        self._write('etc/nova/api-paste.ini', text)
+        return guide.nova_config_files()
+
+    def _plugin_db_sync(self):
+        for command in self._guide().manage_commands():
+            self.procs.run('plugin-install', [self._bin(command[0])] + [
+                self._path('etc', 'nova', 'nova.conf')
+                if word == '/etc/nova/nova.conf' else word
+                for word in command[1:]])
+
+    # -- services ------------------------------------------------------------
+
+    def _keystone_db(self):
+        conf = ['--config-file', self._path('etc/keystone/keystone.conf')]
+        manage = [self._bin('keystone-manage')] + conf
+        user = ['--keystone-user', 'root', '--keystone-group', 'root']
+        self.procs.run('keystone-manage', manage + ['db_sync'])
+        self.procs.run('keystone-manage', manage + ['fernet_setup'] + user)
+        self.procs.run('keystone-manage',
+                       manage + ['credential_setup'] + user)
+        self.procs.run('keystone-manage', manage + [
+            'bootstrap', '--bootstrap-password', configs.PASSWORD,
+            '--bootstrap-region-id', configs.REGION,
+            '--bootstrap-admin-url', configs.url('keystone'),
+            '--bootstrap-internal-url', configs.url('keystone'),
+            '--bootstrap-public-url', configs.url('keystone')])
+
+    def _keystone(self):
+        self._keystone_db()
+        self._start_wsgi('keystone', 'keystone.wsgi.api:application',
+                         {'OS_KEYSTONE_CONFIG_DIR': self._path(
+                             'etc', 'keystone')})
+        self._wait_http('keystone')
+        identity.create_all()
+
+    def _placement_db(self):
+        self.procs.run('placement-manage', [
+            self._bin('placement-manage'), '--config-file',
+            self._path('etc/placement/placement.conf'), 'db', 'sync'])
+
+    def _glance_db(self):
+        self.procs.run('glance-manage', [
+            self._bin('glance-manage'), '--config-file',
+            self._path('etc/glance/glance-api.conf'), 'db', 'sync'])
+
+    def _nova_db(self):
+        manage = [self._bin('nova-manage')] + self._nova_conf()
+        self.procs.run('nova-manage', manage + ['api_db', 'sync'])
+        self.procs.run('nova-manage', manage + [
+            'cell_v2', 'map_cell0', '--database_connection',
+            configs.database_url('nova_cell0')])
+        self.procs.run('nova-manage', manage + [
+            'cell_v2', 'create_cell', '--name', 'cell1'])
+        self.procs.run('nova-manage', manage + ['db', 'sync'])
+        self._install_plugin()
+        self._plugin_db_sync()
+
+    def _start_wsgi(self, name, module, env, processes_count=1):
+        self.procs.start(name, configs.uwsgi_command(
+            self.venv, module, configs.PORTS[name],
+            processes=processes_count), env=env)
+
+    def _wait_http(self, name, timeout=120):
+        processes.wait_for(
+            '%s answering on port %d' % (name, configs.PORTS[name]),
+            lambda: processes.http_answers(configs.url(name)), timeout,
+            watch=lambda: self.procs.check_alive(name))
+
+    def nova_api_env(self):
+        return {'OS_NOVA_CONFIG_DIR': self._path('etc', 'nova'),
+                'OS_NOVA_CONFIG_FILES': self._paste_file()}
+
+    def _services(self):
+        self._start_wsgi('placement', 'placement.wsgi.api:application',
+                         {'OS_PLACEMENT_CONFIG_DIR': self._path(
+                             'etc', 'placement')})
+        glance = configs.uwsgi_command(
+            self.venv, 'glance.wsgi.api:application',
+            configs.PORTS['glance']) + ['--http-chunked-input',
+                                        '--http-raw-body']
+        self.procs.start('glance', glance, env={
+            'OS_GLANCE_CONFIG_DIR': self._path('etc', 'glance')})
+        self.procs.start('neutron', [
+            self._bin('python'),
+            os.path.join(os.path.dirname(__file__), 'neutron_standin.py'),
+            str(configs.PORTS['neutron'])])
+        for api in ('nova-api-1', 'nova-api-2'):
+            self._start_wsgi(api, 'nova.wsgi.osapi_compute:application',
+                             self.nova_api_env(), processes_count=2)
+        for service in ('nova-conductor', 'nova-scheduler'):
+            self.procs.start(service, [self._bin(service)]
+                             + self._nova_conf())
+        for host in COMPUTES:
+            self.procs.start('nova-%s' % host, [
+                self._bin('nova-compute')] + self._nova_conf() + [
+                '--config-file', self._path('etc', 'nova', host + '.conf')])
+        for name in ('placement', 'glance', 'neutron', 'nova-api-1',
+                     'nova-api-2'):
+            self._wait_http(name)
+        self._discover_hosts()
+
+    def _discover_hosts(self):
+        manage = [self._bin('nova-manage')] + self._nova_conf()
+
+        def all_mapped():
+            self.procs.run('nova-manage', manage + [
+                'cell_v2', 'discover_hosts'])
+            listing = self._output(manage + ['cell_v2', 'list_hosts'])
+            return all(host in listing for host in COMPUTES)
+
+        def computes_alive():
+            for host in COMPUTES:
+                self.procs.check_alive('nova-' + host)
+
+        processes.wait_for('both computes mapped to cell1', all_mapped,
+                           180, interval=2, watch=computes_alive)
+
+    def _output(self, command):
+        import subprocess
+        return subprocess.run(command, capture_output=True, text=True,
+                              check=True).stdout
+
+    def _contents(self):
+        """The public image, the flavors and a key pair for the users."""
+        conn = identity.admin_connection()
+        image_path = self._write('glance/cirros.img', '\0' * 4096)
+        image = conn.image.create_image(
+            name='minicloud-image', filename=image_path,
+            disk_format='raw', container_format='bare',
+            visibility='public', allow_duplicates=True)
+        flavors = {}
+        for name in ('preemptible', 'standard'):
+            flavors[name] = conn.compute.create_flavor(
+                name=name, ram=3072, vcpus=1, disk=1).id
+        conn.close()
+        return {'image_id': image.id, 'flavors': flavors}
+
+    def _upgrade_check(self):
+        self.procs.run('plugin-install', [
+            self._bin('nova-cell0-rebuild-status')] + self._nova_conf() + [
+            'upgrade', 'check'], env=self.nova_api_env())
+
+    # -- commands --------------------------------------------------------
+
+    def up(self):
+        """Bring the cloud up from nothing; on failure, take it down."""
+        if self.procs.names():
+            self.down()
+        if os.path.exists(self.workdir):
+            shutil.rmtree(self.workdir)
+            self.procs = processes.Processes(self.workdir)
+        try:
+            self._up()
+        except BaseException:
+            print('minicloud: bring-up failed, stopping what started; logs '
+                  'in %s' % self.procs.log_dir, file=sys.stderr, flush=True)
+            self.down()
+            raise
+
+    def _up(self):
+        started = time.monotonic()
+        self._write_configs()
+        self._parallel(('mariadb', self._mariadb),
+                       ('rabbitmq', self._rabbitmq))
+        self._parallel(('keystone', self._keystone),
+                       ('placement db', self._placement_db),
+                       ('glance db', self._glance_db),
+                       ('nova db + plugin', self._nova_db))
+        self._timed('services', self._services)
+        contents = self._timed('image and flavors', self._contents)
+        self._timed('upgrade check', self._upgrade_check)
+        clouds = self._write('clouds.yaml', identity.clouds_yaml())
+        self.timings['bring-up'] = round(time.monotonic() - started, 1)
+        description = {
+            'workdir': self.workdir, 'venv': self.venv,
+            'clouds_yaml': clouds, 'ports': configs.PORTS,
+            'password': configs.PASSWORD, 'computes': list(COMPUTES),
+            'nova_conf': self._path('etc', 'nova', 'nova.conf'),
+            'nova_api_env': self.nova_api_env(),
+            'epmd_was_running': self.epmd_was_running,
+            'timings': self.timings,
+        }
+        description.update(contents)
+        self._write('cloud.json', json.dumps(description, indent=2))
+        print('minicloud: up in %.0f s; logs in %s' % (
+            self.timings['bring-up'], self.procs.log_dir), flush=True)
+
+    def kill(self, name, sig=signal.SIGKILL):
+        self.procs.kill(name, sig)
+
+    def stop(self, name):
+        self.procs.kill(name, signal.SIGTERM)
+
+    def restart(self, name):
+        self.procs.restart(name)
+        if name == 'rabbitmq':
+            self.wait_for_rabbitmq()
+        elif name in configs.PORTS:
+            self._wait_http(name)
+
+    def down(self):
+        """Stop every service; fail if any process of the cloud is left."""
+        self.procs.kill_all(self.procs.names(), signal.SIGTERM, timeout=20)
+        try:
+            with open(self._path('run', 'epmd-was-running')) as state:
+                epmd_was_running = state.read() != 'False'
+        except OSError:
+            epmd_was_running = True
+        if not epmd_was_running:
+            self._try([shutil.which('epmd') or 'epmd', '-kill'])
+        left = [name for name in self.procs.names()
+                if self.procs.alive(name)]
+        left += leftover_pids(self.workdir)
+        if left:
+            raise processes.BringUpError('left running: %s' % left)
+        print('minicloud: down; logs kept in %s' % self.procs.log_dir)
+
+
+def leftover_pids(workdir):
+    """Processes whose command line names the working directory."""
+    found = []
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open('/proc/%s/cmdline' % entry, 'rb') as cmdline:
+                if workdir.encode() in cmdline.read():
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('command',
+                        choices=['up', 'down', 'kill', 'stop', 'restart'])
+    parser.add_argument('args', nargs='+',
+                        help='WORKDIR, or SERVICE WORKDIR for kill (SIGKILL), '
+                             'stop (SIGTERM) and restart')
+    options = parser.parse_args(argv)
+    cloud = MiniCloud(options.args[-1])
+    try:
+        if options.command in ('kill', 'stop', 'restart'):
+            getattr(cloud, options.command)(options.args[0])
+        else:
+            getattr(cloud, options.command)()
+    except processes.BringUpError as error:
+        print('minicloud: %s failed: %s' % (options.command, error),
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
