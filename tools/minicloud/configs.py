@@ -19,16 +19,19 @@ alone. Each service's Keystone user is in :data:`SERVICE_USERS`.
 
 import os
 
-PORTS = {
-    'mariadb': 25306,
-    'rabbitmq': 25672,
-    'keystone': 25000,
-    'placement': 25778,
-    'glance': 25292,
-    'neutron': 25696,
-    'nova-api-1': 25774,
-    'nova-api-2': 25775,
-}
+#: First port; MINICLOUD_PORT_BASE moves them all, so that two clouds (a
+#: developer's and a CI run's) can run side by side.
+PORT_BASE = int(os.environ.get('MINICLOUD_PORT_BASE', '25000'))
+PORTS = {name: PORT_BASE + offset for name, offset in {
+    'keystone': 0,
+    'nova-api-1': 774,
+    'nova-api-2': 775,
+    'glance': 292,
+    'mariadb': 306,
+    'rabbitmq': 672,  # and its distribution port, one above
+    'neutron': 696,
+    'placement': 778,
+}.items()}
 PASSWORD = 'minicloud-secret'
 REGION = 'RegionOne'
 SERVICE_USERS = ('nova', 'placement', 'glance')

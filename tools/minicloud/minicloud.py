@@ -140,7 +140,7 @@ class MiniCloud(object):
             'HOME': base,
             'RABBITMQ_MNESIA_BASE': os.path.join(base, 'mnesia'),
             'RABBITMQ_LOG_BASE': os.path.join(base, 'log'),
-            'RABBITMQ_NODENAME': 'minicloud@localhost',
+            'RABBITMQ_NODENAME': 'minicloud%d@localhost' % configs.PORT_BASE,
             'RABBITMQ_NODE_IP_ADDRESS': '127.0.0.1',
             'RABBITMQ_NODE_PORT': str(configs.PORTS['rabbitmq']),
             'RABBITMQ_DIST_PORT': str(configs.PORTS['rabbitmq'] + 1),

@@ -140,6 +140,14 @@ class Cloud(object):
             headers={'OpenStack-API-Version': 'placement 1.28'})
         return response.json()['allocations']
 
+    def database(self, name):
+        """A connection of our own to one of the cloud's databases."""
+        import pymysql
+        return pymysql.connect(
+            host='127.0.0.1', port=self.description['ports']['mariadb'],
+            user='cloud', password=self.description['password'],
+            database=name, autocommit=True)
+
     # -- the operator's console scripts ---------------------------------
 
     def manage(self, *args, check=True):
@@ -163,6 +171,8 @@ class Cloud(object):
 
     def service(self, action, name):
         """``minicloud.py kill|stop|restart NAME``."""
+        env = dict(os.environ, MINICLOUD_PORT_BASE=str(
+            self.description['ports']['keystone']))
         subprocess.run([sys.executable, os.path.join(
             SOURCE_TREE, 'tools', 'minicloud', 'minicloud.py'), action,
-            name, self.workdir], check=True, timeout=300)
+            name, self.workdir], check=True, timeout=300, env=env)

@@ -60,6 +60,34 @@ class PreemptibleLoopTest(base.CloudTestCase):
                          events)
         self.assert_one_allocation(uuid)
 
+    def test_rebuilt_with_its_port(self):
+        conn = self.cloud.sdk('demo-member')
+        network = conn.network.find_network('shared')
+        port = conn.network.create_port(
+            network_id=network.id, project_id=conn.current_project_id,
+            name='loop-port')
+        self.addCleanup(conn.network.delete_port, port.id)
+        self.addCleanup(self._delete_all_servers)  # before the port goes
+        uuid, preemptibles = self.full_cloud_with_a_buried_server(
+            name='with-port', networks=[{'port': port.id}])
+        self.assertEqual('', conn.network.get_port(port.id).device_id)
+        self.delete(preemptibles[0])
+
+        self.cloud.osc('demo-member', 'server', 'rebuild', '--image',
+                       self.cloud.image_id, '--wait', uuid, '-f', 'json',
+                       microversion=clients.MICROVERSION)
+
+        server = self.show(uuid, cloud='admin')
+        self.assertEqual('ACTIVE', server['status'])
+        self.assertEqual(
+            [port.fixed_ips[0]['ip_address']],
+            [address['addr'] for address in server['addresses']['shared']])
+        bound = conn.network.get_port(port.id)
+        self.assertEqual(uuid, bound.device_id)
+        self.assertEqual(server['OS-EXT-SRV-ATTR:host'],
+                         bound.binding_host_id)
+        self.assert_one_allocation(uuid)
+
     def test_reader_other_project_and_personality_files(self):
         uuid, preemptibles = self.full_cloud_with_a_buried_server()
         # Personality files exist until 2.56; openstack server create
