@@ -28,6 +28,7 @@ import webob
 import webob.exc
 
 from nova_cell0_rebuild._i18n import _
+from nova_cell0_rebuild.adapters import nova_release
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild import policies
 
@@ -134,7 +135,7 @@ def validate_rebuild_body(req, body, version):
 
     :raises: RequestRefused(400) with Nova's message.
     """
-    schemas = servers_api.ServersController._rebuild.request_body_schemas
+    schemas = nova_release.rebuild_request_schemas()
     schema = schemas(_nova_request(req, version))
     try:
         _validator(schema).validate(body)
@@ -249,8 +250,7 @@ def rebuild_response(req, version, server_id, admin_password,
         view['server']['adminPass'] = admin_password
     if _since(nova_req, '2.57'):
         view['server']['user_data'] = instance.user_data
-    robj = nova_wsgi.ResponseObject(view)
-    robj._default_code = 202
+    robj = nova_wsgi.ResponseObject(view, code=202)
     servers_api.ServersController._add_location(robj)
     resp = robj.serialize(nova_req, 'application/json')
     _add_version_headers(resp, version)

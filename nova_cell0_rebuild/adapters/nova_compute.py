@@ -36,6 +36,7 @@ from oslo_config import cfg
 import webob.exc
 
 from nova_cell0_rebuild._i18n import _
+from nova_cell0_rebuild.adapters import nova_release
 from nova_cell0_rebuild import exception
 
 CONF = cfg.CONF
@@ -124,13 +125,7 @@ def quota_refusal(context, instance):
     flavor = instance.flavor
     try:
         if limit_utils.use_unified_limits():
-            spec = nova_objects.RequestSpec.get_by_instance_uuid(
-                context, instance.uuid)
-            # Placement does not count the buried server's resources yet;
-            # its mapping already counts it as a server.
-            placement_limits.enforce_num_instances_and_resources(
-                context, instance.project_id, spec, 1, 1,
-                delta_updates={'servers': 0})
+            _enforce_unified_limits(context, instance)
         elif CONF.quota.count_usage_from_placement:
             nova_objects.Quotas.check_deltas(
                 context, {'cores': flavor.vcpus, 'ram': flavor.memory_mb},
@@ -140,6 +135,25 @@ def quota_refusal(context, instance):
     except nova_exception.OverQuota as exc:
         return exc.format_message()
     return None
+
+
+def _enforce_unified_limits(context, instance):
+    """Nova's unified limits check of a create of this server.
+
+    Placement does not count the buried server's resources yet; its
+    mapping already counts it as a server.
+    """
+    if nova_release.unified_limits_count_request_spec():
+        spec = nova_objects.RequestSpec.get_by_instance_uuid(
+            context, instance.uuid)
+        placement_limits.enforce_num_instances_and_resources(
+            context, instance.project_id, spec, 1, 1,
+            delta_updates={'servers': 0})
+    else:
+        placement_limits.enforce_num_instances_and_flavor(
+            context, instance.project_id, instance.flavor,
+            compute_utils.is_volume_backed_instance(context, instance), 1, 1,
+            delta_updates={'servers': 0})
 
 
 _COUNTED = ('instances', 'cores', 'ram')
@@ -338,11 +352,14 @@ def _prepare(context, instance, bdms, rebuild):
     else:
         original_image = instance.image_ref
 
-    min_compute = nova_objects.service.get_minimum_version_all_cells(
-        context, ['nova-compute'])
+    min_compute = {}
+    if nova_release.checks_take_min_compute():
+        min_compute['min_comp_ver'] = (
+            nova_objects.service.get_minimum_version_all_cells(
+                context, ['nova-compute']))
     api._checks_for_create_and_rebuild(
         context, image_id, image, flavor, kwargs.get('metadata', {}), [],
-        root_bdm, min_compute)
+        root_bdm, **min_compute)
 
     image_changed = original_image != image_href
     if image_changed:

@@ -14,6 +14,8 @@
 
 from nova import config as nova_config
 
+from nova_cell0_rebuild.adapters import nova_release
+
 
 def parse_args(argv, prog):
     """Read Nova's configuration files, set up its databases and RPC.
@@ -23,4 +25,7 @@ def parse_args(argv, prog):
     RPC is set up as nova-manage does: loading a CellMapping formats its
     transport URL, and casting to the conductor needs it.
     """
-    nova_config.parse_args(argv, prog=prog)
+    if nova_release.parse_args_takes_prog():
+        nova_config.parse_args(argv, prog=prog)
+    else:
+        nova_config.parse_args(argv)

@@ -65,8 +65,12 @@ class Rebuilt:
 def check_min_microversion(value):
     """Parse ``[cell0_rebuild] min_microversion`` for the installed Nova.
 
+    :param value: the option's value; None (unset) is the installed Nova's
+        maximum microversion.
     :raises: InvalidConfiguration when out of 2.57 .. Nova's maximum.
     """
+    if value is None:
+        return nova_api.max_version()
     try:
         version = nova_api.parse(value)
     except ValueError as exc:
@@ -81,6 +85,15 @@ def check_min_microversion(value):
                 'value': value, 'low': LOWEST_MIN_MICROVERSION,
                 'high': nova_api.max_version().get_string()})
     return version
+
+
+def effective_min_microversion(conf):
+    """``[cell0_rebuild] min_microversion`` as in force, "2.N".
+
+    :raises: InvalidConfiguration as :func:`check_min_microversion`.
+    """
+    return check_min_microversion(
+        conf.cell0_rebuild.min_microversion).get_string()
 
 
 def rebuild_body(req):

@@ -119,11 +119,15 @@ class UpgradeCommands(upgradecheck.UpgradeCommands):
     def _check_min_microversion(self):
         """[cell0_rebuild] min_microversion suits the installed Nova."""
         try:
-            value = CONF.cell0_rebuild.min_microversion
-            rebuild_flow.check_min_microversion(value)
+            value = rebuild_flow.effective_min_microversion(CONF)
         except (exception.InvalidConfiguration, ValueError) as exc:
             return Result(Code.FAILURE, _(
                 '%s. nova-api will not load the filter.') % _one_line(exc))
+        if CONF.cell0_rebuild.min_microversion is None:
+            return Result(Code.SUCCESS, _(
+                'Rebuilds from cell0 are handled from microversion %s, the '
+                'maximum of the installed Nova (min_microversion is unset, '
+                'so it moves when Nova is upgraded).') % value)
         return Result(Code.SUCCESS, _('Rebuilds from cell0 are handled '
                                       'from microversion %s.') % value)
 

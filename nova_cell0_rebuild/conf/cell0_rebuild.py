@@ -31,18 +31,25 @@ scheduled again and keeps its UUID.
 ALL_OPTS = [
     cfg.StrOpt(
         'min_microversion',
-        default='2.104',
         regex=r'^2\.(0|[1-9][0-9]*)$',
+        sample_default='<the maximum microversion of the installed Nova>',
         help="""
 The lowest compute API microversion at which a rebuild of a server in cell0
 is handled by this plugin instead of Nova.
 
-Requests below this microversion reach Nova unchanged, so clients that do not
-know about the plugin keep seeing Nova's own 409 response. The value must be
-between 2.57 (the first microversion without personality files in rebuild)
-and the maximum microversion of the installed Nova; nova-api refuses to load
-the filter otherwise. Lower it only to match what your reaper sends, for
-example 2.65 for CERN's Aardvark.
+By default, the maximum microversion of the installed Nova: 2.104 on Nova 34
+(2026.2), 2.103 on Nova 33, 2.100 on Nova 31 and 32, 2.96 on Nova 29 and 30.
+Requests below this microversion reach Nova unchanged, so their rebuild of a
+server in cell0 gets Nova's own 409 response. Nova answers such a rebuild
+with 409 at every microversion, so the plugin changes no answer that Nova
+would have carried out. The value must be between 2.57 (the first
+microversion without personality files in rebuild) and the maximum
+microversion of the installed Nova; nova-api refuses to load the filter
+otherwise.
+
+Set it explicitly in production, to what your reaper sends (for example 2.65
+for CERN's Aardvark): left unset, it moves with Nova's maximum when Nova is
+upgraded, and a reaper pinned to the old maximum is then answered by Nova.
 """),
     cfg.ListOpt(
         'enabled_gates',

@@ -29,5 +29,6 @@ os.environ['OS_NOVA_DISABLE_EVENTLET_PATCHING'] = 'False'
 with warnings.catch_warnings():
     warnings.simplefilter('ignore')
     logging.getLogger('nova.monkey_patch').setLevel(logging.ERROR)
-    from nova import monkey_patch; monkey_patch.patch()  # noqa
+    from nova_cell0_rebuild.adapters import nova_release
+    nova_release.patch_eventlet()
     logging.getLogger('nova.monkey_patch').setLevel(logging.NOTSET)

@@ -23,6 +23,7 @@ from nova import version as nova_version
 from oslo_config import cfg
 import oslo_messaging
 
+from nova_cell0_rebuild.api import rebuild as rebuild_flow
 from nova_cell0_rebuild.demo import clients
 try:
     from nova_cell0_rebuild.demo import cloud
@@ -125,7 +126,8 @@ def parse_args(argv):
     parser.add_argument(
         '--min-microversion', metavar='X.Y',
         help="the plugin's [cell0_rebuild] min_microversion, which the "
-             "reaper rebuilds at (default: the plugin's default, 2.104; "
+             "reaper rebuilds at (default: the plugin's default, the "
+             "maximum of the installed Nova, 2.104 on Nova 34; "
              "CERN's Aardvark sends 2.65).")
     parser.add_argument(
         '--log-file', metavar='PATH',
@@ -139,7 +141,7 @@ def parse_args(argv):
 
 def play(nova, endpoint, transport, timeline):
     """Run the reaper and the scenario; returns the summary steps."""
-    microversion = CONF.cell0_rebuild.min_microversion
+    microversion = rebuild_flow.effective_min_microversion(CONF)
     topics = CONF.notifications.versioned_notifications_topics
     the_reaper = reaper.Reaper(
         compute=clients.admin_compute(endpoint, microversion),
@@ -165,7 +167,7 @@ def _interrupt(signum, frame):
 def serve(server, seconds, timeline):
     """Keep serving until interrupted or for *seconds*."""
     endpoint = server.endpoint
-    microversion = CONF.cell0_rebuild.min_microversion
+    microversion = rebuild_flow.effective_min_microversion(CONF)
     print(SERVING % {'endpoint': endpoint, 'mv': microversion}, flush=True)
     timeline.say('sandbox', 'serving: %s' % endpoint)
     deadline = None if seconds is None else time.monotonic() + seconds
@@ -236,7 +238,7 @@ def main(argv=None):
                      'cell0_rebuild, min_microversion %s), placement, '
                      'scheduler, conductor, compute %s (%s: %d VCPUs)' % (
                          server.endpoint,
-                         CONF.cell0_rebuild.min_microversion,
+                         rebuild_flow.effective_min_microversion(CONF),
                          nova.compute_host, nova.compute_driver.__name__,
                          nova.compute_driver.vcpus))
         steps = play(nova, server.endpoint, transport, timeline)

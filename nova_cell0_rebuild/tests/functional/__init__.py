@@ -13,4 +13,5 @@
 # Nova's functional harness expects eventlet monkey patching (or its
 # threading mode) to be decided before anything else is imported, exactly
 # as nova/tests/functional/__init__.py does.
-from nova import monkey_patch; monkey_patch.patch()  # noqa
+from nova_cell0_rebuild.adapters import nova_release
+nova_release.patch_eventlet()

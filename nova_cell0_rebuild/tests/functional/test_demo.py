@@ -23,6 +23,8 @@ from keystoneauth1 import session
 import openstack
 import testtools
 
+from nova_cell0_rebuild.tests import microversions as mv
+
 DEMO = [sys.executable, '-m', 'nova_cell0_rebuild.demo.main']
 SUMMARY_ROW = re.compile(r'^(?P<step>[a-z].*?)\s{2,}(?P<expected>\S.*?)\s{2,}'
                          r'(?P<observed>\S.*?)\s{2,}(?P<ok>ok|FAILED)$')
@@ -81,7 +83,7 @@ class DemoTest(testtools.TestCase):
 class ServedDemoTest(testtools.TestCase):
     """openstacksdk against ``--serve``: the plugin's rebuild, for real."""
 
-    MICROVERSION = '2.104'
+    MICROVERSION = mv.NOVA_MAX
 
     def setUp(self):
         super().setUp()

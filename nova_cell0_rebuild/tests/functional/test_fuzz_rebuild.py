@@ -16,7 +16,7 @@ Hypothesis generates whole requests (raw bodies, any JSON, rebuild objects
 with every field of Nova's rebuild schema right or wrong, version and
 content type headers, huge bodies) and sends them through nova-api's real
 paste pipeline with the filter in it, twice loaded: with the default
-``[cell0_rebuild] min_microversion`` (2.104) and with the lowest one
+``[cell0_rebuild] min_microversion`` (Nova's maximum) and with the lowest one
 (2.57), so that every rebuild schema from 2.57 on reaches the filter.
 
 Properties checked for every request:
@@ -79,6 +79,7 @@ from nova_cell0_rebuild.db import api as db_api
 from nova_cell0_rebuild.db import models
 from nova_cell0_rebuild.tests.functional import base
 from nova_cell0_rebuild.tests.functional import fixtures
+from nova_cell0_rebuild.tests import microversions as mv
 
 CONF = cfg.CONF
 CELL0 = '00000000-0000-0000-0000-000000000000'
@@ -88,7 +89,7 @@ SEED = os.environ.get('CELL0_REBUILD_FUZZ_SEED')
 REPORT = os.environ.get('CELL0_REBUILD_FUZZ_REPORT') == '1'
 
 #: The thresholds the filter is loaded with: the default and the lowest.
-THRESHOLDS = ('2.104', '2.57')
+THRESHOLDS = (mv.NOVA_MAX, '2.57')
 KEY_NAME = 'kp1'
 #: Nova's default metadata_items quota.
 METADATA_ITEMS = 128
@@ -106,7 +107,7 @@ _SCHEMAS = (
     ('2.57', '2.62', servers_schema.rebuild_v257),
     ('2.63', '2.89', servers_schema.rebuild_v263),
     ('2.90', '2.93', servers_schema.rebuild_v290),
-    ('2.94', '2.104', servers_schema.rebuild_v294),
+    ('2.94', mv.NOVA_MAX, servers_schema.rebuild_v294),
 )
 
 # Content types Nova takes as JSON, and two it answers 415 for before the
@@ -306,13 +307,15 @@ BODIES = st.sampled_from(
 
 _VERSIONS = {
     # At or above a threshold: the filter's own requests.
-    'high': st.sampled_from(['2.104', 'latest', '2.57', '2.63', '2.90',
+    'high': st.sampled_from([mv.NOVA_MAX, 'latest', '2.57', '2.63', '2.90',
                              '2.94']),
     'valid': st.sampled_from(
-        ['2.%d' % minor for minor in range(1, 105)] + ['latest']),
+        ['2.%d' % minor for minor in range(1, mv.NOVA_MAX_MINOR + 1)]
+        + ['latest']),
     'odd': st.sampled_from(
-        ['2.105', '2.999', '3.0', '1.1', '2.0', '0.0', '2.01', '02.1',
-         ' 2.104', '2.104 ', 'LATEST', 'Latest', '2', '2.', '.5', '2.1.1',
+        [mv.ABOVE_NOVA_MAX, '2.999', '3.0', '1.1', '2.0', '0.0', '2.01',
+         '02.1', ' ' + mv.NOVA_MAX, mv.NOVA_MAX + ' ', 'LATEST', 'Latest',
+         '2', '2.', '.5', '2.1.1',
          '-2.1', '']),
     'text': st.text(_ASCII, max_size=12),
 }
@@ -321,9 +324,10 @@ _VERSION = st.sampled_from(['high'] * 4 + ['valid', 'odd', 'text']).flatmap(
 _SERVICE_HEADER = st.one_of(
     _VERSION.map(lambda v: 'compute ' + v),
     _VERSION.map(lambda v: 'compute ' + v),
-    st.sampled_from(['compute', 'COMPUTE 2.104', 'compute  2.104',
-                     'volume 3.0', 'compute 2.104, volume 3.0',
-                     'compute 2.1, compute 2.104', '', ' ']),
+    st.sampled_from(['compute', 'COMPUTE ' + mv.NOVA_MAX,
+                     'compute  ' + mv.NOVA_MAX, 'volume 3.0',
+                     'compute %s, volume 3.0' % mv.NOVA_MAX,
+                     'compute 2.1, compute ' + mv.NOVA_MAX, '', ' ']),
     st.text(_ASCII, max_size=20))
 
 HEADERS = st.builds(
@@ -666,7 +670,7 @@ class NovaParityTest(_FuzzTestCase):
         nova_app = nova_wsgi.Loader(without_filter).load_app('osapi_compute')
         request = {
             'raw': _dump({'rebuild': {'imageRef': KNOWN_IMAGES[0]}}),
-            'headers': dict({'OpenStack-API-Version': 'compute 2.104',
+            'headers': dict({'OpenStack-API-Version': 'compute ' + mv.NOVA_MAX,
                              'Content-Type': 'application/json'},
                             **headers),
             'path_prefix': path_prefix}
@@ -692,7 +696,7 @@ class NovaParityTest(_FuzzTestCase):
         request = {
             'raw': _dump({'rebuild': {'imageRef': KNOWN_IMAGES[0],
                                       'metadata': {'k': '\ud800'}}}),
-            'headers': {'OpenStack-API-Version': 'compute 2.104',
+            'headers': {'OpenStack-API-Version': 'compute ' + mv.NOVA_MAX,
                         'Content-Type': 'application/json'},
             'path_prefix': ''}
         before = self._settle(server_id)

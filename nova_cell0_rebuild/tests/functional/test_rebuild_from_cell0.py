@@ -21,6 +21,7 @@ from nova.tests import fixtures as nova_fixtures
 from nova import utils
 
 from nova_cell0_rebuild.tests.functional import base
+from nova_cell0_rebuild.tests import microversions as mv
 
 CELL0 = '00000000-0000-0000-0000-000000000000'
 MARKER = 'created_with_personality_files'
@@ -176,7 +177,7 @@ class RebuildScenariosTest(base.Cell0RebuildTestCase):
         server = self._create_buried_server()
         rows = self._cell0_rows(server['id'])
         self._start_compute('host1')
-        for version in ('2.103', '2.56'):
+        for version in (mv.BELOW_NOVA_MAX, '2.56'):
             resp = self._rebuild(server['id'], microversion=version)
             self.assertEqual(409, resp.status)
             self.assertEqual(self._invalid_state_409(server['id']),

@@ -23,7 +23,8 @@ sdist (``tools/nova_sdist_data.py``), which the wheel lacks.
 """
 
 # As nova/tests/functional/__init__.py does, before anything else.
-from nova import monkey_patch; monkey_patch.patch()  # noqa
+from nova_cell0_rebuild.adapters import nova_release  # noqa: E402
+nova_release.patch_eventlet()
 
 from nova.tests import fixtures as nova_fixtures  # noqa: E402
 

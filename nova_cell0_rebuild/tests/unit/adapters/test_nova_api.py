@@ -21,6 +21,7 @@ import webob
 from nova_cell0_rebuild.adapters import nova_api
 from nova_cell0_rebuild import policies
 from nova_cell0_rebuild.policies import rebuild as rebuild_policies
+from nova_cell0_rebuild.tests import microversions as mv
 
 
 def _request(**headers):
@@ -37,7 +38,7 @@ class TestRequestedVersion(base.BaseTestCase):
         version = nova_api.requested_version(
             _request(**{'OpenStack-API-Version': 'compute latest'}))
         self.assertEqual(nova_api.max_version(), version)
-        self.assertEqual('2.104', version.get_string())
+        self.assertEqual(mv.NOVA_MAX, version.get_string())
 
     def test_both_headers(self):
         self.assertEqual('2.57', nova_api.requested_version(_request(

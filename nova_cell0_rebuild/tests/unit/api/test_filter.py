@@ -28,6 +28,7 @@ from nova_cell0_rebuild.api import filter as cell0_filter
 from nova_cell0_rebuild.db import api as db_api
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild import objects
+from nova_cell0_rebuild.tests import microversions as mv
 from nova_cell0_rebuild.tests.unit import base
 
 SERVER_ID = 'c9a2b6f4-3e1d-4a8b-9c7d-1e2f3a4b5c6d'
@@ -200,7 +201,7 @@ class TestCreateCapture(FilterTestCase):
         self.pending_record().destroy()
         self._send(self._request(body=self._create_body(),
                                  version='latest'))
-        self.assertEqual('2.104', self.pending_record().microversion)
+        self.assertEqual(mv.NOVA_MAX, self.pending_record().microversion)
 
     def test_project_id_in_url_and_volumes_boot(self):
         for path in ('/%s/servers' % PROJECT, '/os-volumes_boot'):

@@ -14,6 +14,7 @@
 
 from nova_cell0_rebuild.api import filter as cell0_filter
 from nova_cell0_rebuild import exception
+from nova_cell0_rebuild.tests import microversions as mv
 from nova_cell0_rebuild.tests.unit import base
 
 
@@ -31,7 +32,7 @@ class TestFilterFactory(base.TestCase):
         app = cell0_filter.filter_factory({})(_nova)
         self.assertIsInstance(app, cell0_filter.Cell0RebuildFilter)
         self.assertIs(_nova, app.application)
-        self.assertEqual('2.104', app.rebuild.min_version.get_string())
+        self.assertEqual(mv.NOVA_MAX, app.rebuild.min_version.get_string())
         self.assertEqual(
             ['state', 'lock', 'fault', 'record', 'personality', 'quota'],
             app.rebuild.gates.names)
@@ -45,15 +46,15 @@ class TestFilterFactory(base.TestCase):
         self._override('min_microversion', '2.56')
         error = self.assertRaises(exception.InvalidConfiguration,
                                   cell0_filter.filter_factory, {})
-        self.assertIn('min_microversion 2.56 is outside 2.57 .. 2.104',
-                      str(error))
+        self.assertIn('min_microversion 2.56 is outside 2.57 .. '
+                      + mv.NOVA_MAX, str(error))
 
     def test_threshold_above_novas_maximum_stops_the_start(self):
-        self._override('min_microversion', '2.105')
+        self._override('min_microversion', mv.ABOVE_NOVA_MAX)
         error = self.assertRaises(exception.InvalidConfiguration,
                                   cell0_filter.filter_factory, {})
-        self.assertIn('min_microversion 2.105 is outside 2.57 .. 2.104',
-                      str(error))
+        self.assertIn('min_microversion %s is outside 2.57 .. %s'
+                      % (mv.ABOVE_NOVA_MAX, mv.NOVA_MAX), str(error))
 
     def test_unknown_gate_stops_the_start(self):
         self._override('enabled_gates', ['state', 'lock', 'typo'])

@@ -16,31 +16,31 @@ from nova.api.openstack import api_version_request
 
 from nova_cell0_rebuild.api import rebuild
 from nova_cell0_rebuild import exception
+from nova_cell0_rebuild.tests import microversions as mv
 from nova_cell0_rebuild.tests.unit import base
 
 
 class TestCheckMinMicroversion(base.TestCase):
 
-    def test_nova_34_is_the_host(self):
-        # The bounds below are Nova 34's; a Nova upgrade revisits them.
-        self.assertEqual('2.104',
-                         api_version_request.max_api_version().get_string())
+    def test_unset_is_novas_maximum(self):
+        self.assertEqual(mv.NOVA_MAX,
+                         rebuild.check_min_microversion(None).get_string())
 
     def test_accepted_from_2_57_to_novas_maximum(self):
-        for value in ('2.57', '2.65', '2.104'):
+        for value in ('2.57', '2.65', mv.NOVA_MAX):
             version = rebuild.check_min_microversion(value)
             self.assertEqual(value, version.get_string())
             self.assertEqual(api_version_request.APIVersionRequest(value),
                              version)
 
     def test_out_of_range_is_refused_with_the_range(self):
-        for value in ('2.56', '2.105', '3.0', '2.0'):
+        for value in ('2.56', mv.ABOVE_NOVA_MAX, '3.0', '2.0'):
             error = self.assertRaises(exception.InvalidConfiguration,
                                       rebuild.check_min_microversion, value)
             message = str(error)
             self.assertIn('[cell0_rebuild]', message)
-            self.assertIn('min_microversion %s is outside 2.57 .. 2.104'
-                          % value, message)
+            self.assertIn('min_microversion %s is outside 2.57 .. %s'
+                          % (value, mv.NOVA_MAX), message)
             self.assertIn('maximum of the installed Nova', message)
 
     def test_not_a_version_is_refused(self):

@@ -31,6 +31,7 @@ import sqlalchemy as sa
 
 from nova_cell0_rebuild.cmd import status
 from nova_cell0_rebuild.db import migration
+from nova_cell0_rebuild.tests import microversions as mv
 from nova_cell0_rebuild.tests.unit.api import test_pipeline_position as paste
 from nova_cell0_rebuild.tests.unit import base
 
@@ -126,7 +127,13 @@ class ConfigurationChecksTest(base.TestCase):
         command = status.UpgradeCommands()
         result = command._check_min_microversion()
         self.assertEqual(Code.SUCCESS, result.code)
-        self.assertIn('2.104', result.details)
+        self.assertIn('microversion %s, the maximum of the installed Nova'
+                      % mv.NOVA_MAX, result.details)
+        self.assertIn('min_microversion is unset', result.details)
+        self._override(min_microversion='2.65')
+        result = command._check_min_microversion()
+        self.assertEqual(Code.SUCCESS, result.code)
+        self.assertIn('from microversion 2.65.', result.details)
         for value in ('2.56', '2.999'):
             self._override(min_microversion=value)
             result = command._check_min_microversion()

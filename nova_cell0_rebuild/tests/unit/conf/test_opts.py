@@ -32,7 +32,7 @@ class TestOptions(base.BaseTestCase):
 
     def test_defaults(self):
         group = self.conf.cell0_rebuild
-        self.assertEqual('2.104', group.min_microversion)
+        self.assertIsNone(group.min_microversion)
         self.assertEqual(['state', 'lock', 'fault', 'record', 'personality',
                           'quota'], group.enabled_gates)
         self.assertFalse(group.allow_unrecorded)
@@ -40,7 +40,7 @@ class TestOptions(base.BaseTestCase):
         self.assertEqual(300, group.move_lease_seconds)
 
     def test_min_microversion_must_look_like_one(self):
-        for value in ('2.65', '2.0', '2.104'):
+        for value in ('2.65', '2.0', '2.104', '2.96'):
             self.conf.set_override('min_microversion', value,
                                    group='cell0_rebuild')
             self.assertEqual(value, self.conf.cell0_rebuild.min_microversion)
