@@ -38,6 +38,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import time
 
@@ -127,9 +128,10 @@ class MiniCloud(object):
         self.procs.run('mariadb-install', client + ['-e',
                                                     '; '.join(statements)])
 
-    def _try(self, command):
+    def _try(self, command, env=None, timeout=10):
+        """Whether a command succeeds (its output goes to probe.log)."""
         try:
-            self.procs.run('probe', command, timeout=10)
+            self.procs.run('probe', command, env=env, timeout=timeout)
             return True
         except (processes.BringUpError, OSError):
             return False
@@ -164,17 +166,11 @@ class MiniCloud(object):
         env = self.rabbitmq_env()
         processes.wait_for(
             'RabbitMQ started',
-            lambda: self._try_env([os.path.join(RABBITMQ, 'rabbitmqctl'),
-                                   '-n', env['RABBITMQ_NODENAME'],
-                                   'await_startup'], env), timeout,
+            lambda: self._try([os.path.join(RABBITMQ, 'rabbitmqctl'),
+                               '-n', env['RABBITMQ_NODENAME'],
+                               'await_startup'], env=env, timeout=30),
+            timeout,
             watch=lambda: self.procs.check_alive('rabbitmq'))
-
-    def _try_env(self, command, env):
-        try:
-            self.procs.run('probe', command, env=env, timeout=30)
-            return True
-        except (processes.BringUpError, OSError):
-            return False
 
     # -- configuration -----------------------------------------------------
 
@@ -344,7 +340,6 @@ class MiniCloud(object):
                            180, interval=2, watch=computes_alive)
 
     def _output(self, command):
-        import subprocess
         return subprocess.run(command, capture_output=True, text=True,
                               check=True).stdout
 
