@@ -17,7 +17,8 @@ openstack/requirements, read from a pinned commit and copied unmodified,
 followed by the pins upstream does not carry: Nova and placement themselves
 (services are never in upper-constraints), and what openstack/requirements
 leaves out but our test venvs install (certifi, hacking and its flake8,
-hypothesis). setuptools stays unpinned, as in the Nova 34 freeze.
+hypothesis), and setuptools where Nova still needs its pkg_resources
+(29 and 30; elsewhere setuptools stays unpinned, as in the Nova 34 freeze).
 
 The newest release (Nova 34) keeps using the top-level
 upper-constraints.txt, a pip freeze; this script does not touch it.
@@ -62,6 +63,11 @@ _NOT_IN_UPSTREAM = (
     ('hypothesis', '6.170.17'),
 )
 
+# Nova 29 and 30 import pkg_resources (nova/virt/__init__.py) but do not
+# require setuptools; Paste pulls in the newest, and setuptools 82.0.0
+# removed pkg_resources. 81.0.0 is the last release that has it.
+_PKG_RESOURCES = (('setuptools', '81.0.0'),)
+
 SERIES = (
     {
         'nova_major': 29,
@@ -70,7 +76,7 @@ SERIES = (
         'ref': 'refs/heads/unmaintained/2024.1',
         'commit': '312d8c11ed44589895187c8ef40c927f321f129c',
         'extra': (('nova', '29.4.0'), ('openstack-placement', '11.0.1'))
-        + _NOT_IN_UPSTREAM,
+        + _NOT_IN_UPSTREAM + _PKG_RESOURCES,
     },
     {
         'nova_major': 30,
@@ -79,7 +85,7 @@ SERIES = (
         'ref': 'refs/tags/2024.2-eol',
         'commit': '9cc6272c9527bc175aedc478acb8e5fca4567ba7',
         'extra': (('nova', '30.3.0'), ('openstack-placement', '12.0.2'))
-        + _NOT_IN_UPSTREAM,
+        + _NOT_IN_UPSTREAM + _PKG_RESOURCES,
     },
     {
         'nova_major': 31,
