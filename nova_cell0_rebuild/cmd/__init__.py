@@ -12,8 +12,17 @@
 
 """Command-line tools of nova-cell0-rebuild."""
 
+import logging
 import warnings
 
 # Importing Nova pulls in eventlet, which warns on import that it is
-# deprecated; an operator running our commands cannot act on that.
+# deprecated, and Nova 29 and 30 import pkg_resources, which warns the same;
+# an operator running our commands cannot act on either.
 warnings.filterwarnings('ignore', message='\\s*Eventlet is deprecated')
+warnings.filterwarnings('ignore', message='pkg_resources is deprecated')
+
+# Nova 32 and older monkey-patch eventlet when nova.api.openstack is
+# imported, and warn that oslo.context was imported first: true of any
+# command line that imports Nova after oslo, and nothing an operator can act
+# on. Real problems are errors, still shown.
+logging.getLogger('nova.monkey_patch').setLevel(logging.ERROR)

@@ -10,12 +10,14 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The installed Nova's microversions, read from Nova for the tests.
+"""The installed Nova's release and microversions, for the tests.
 
 The tests run on every supported Nova release, whose maximum microversions
 differ (2.96 on Nova 29 .. 2.104 on Nova 34): they take it from Nova itself,
 not from the plugin under test.
 """
+
+import importlib.metadata
 
 from nova.api.openstack import api_version_request
 
@@ -29,3 +31,6 @@ NOVA_MAX_MINOR = _MAX.ver_minor
 ABOVE_NOVA_MAX = '2.%d' % (NOVA_MAX_MINOR + 1)
 #: One below it.
 BELOW_NOVA_MAX = '2.%d' % (NOVA_MAX_MINOR - 1)
+
+#: The installed Nova's major release, e.g. 34.
+NOVA_MAJOR = int(importlib.metadata.version('nova').split('.')[0])

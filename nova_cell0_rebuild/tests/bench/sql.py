@@ -142,9 +142,10 @@ def compact(normalized):
     text = '%s %s' % (verb, tables[0])
     if verb == 'UPDATE' and ' SET ' in normalized:
         assignments = normalized.split(' SET ', 1)[1].split(' WHERE ')[0]
-        text += ' SET ' + ','.join(
+        # Sorted: SQLAlchemy 1.4 and 2.0 order them differently.
+        text += ' SET ' + ','.join(sorted(
             part.split('=', 1)[0].strip()
-            for part in assignments.split(', '))
+            for part in assignments.split(', ')))
     if len(tables) > 1:
         text += ' +' + ','.join(tables[1:])
     if ' WHERE ' in normalized:
