@@ -1,0 +1,94 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Sum the stestr runs of a CI job into one "N passed, N failed" line.
+
+Run with the Python of a tox env that has stestr (and so python-subunit),
+from the repository root::
+
+    .tox/py3/bin/python tools/ci/summarise_stestr.py --first 0
+
+Prints one line per run, then ``N passed, N failed, N skipped``. An
+expected failure counts as passed; a failure, an error, an unexpected
+success and a test that never finished (a crashed worker) count as failed;
+a run that cannot be read, or holds no test, counts as one failure.
+Exits 1 if anything failed or nothing passed.
+"""
+
+import argparse
+import collections
+import io
+import os
+import subprocess
+import sys
+
+import subunit
+import testtools
+
+
+def next_run(repository='.stestr'):
+    """The id the next stestr run in *repository* will get."""
+    try:
+        with open(os.path.join(repository, 'next-stream')) as stream:
+            return int(stream.read().strip())
+    except FileNotFoundError:
+        return 0
+
+
+def count(run_id):
+    """(passed, failed, skipped) of one stestr run."""
+    stream = subprocess.run(
+        [os.path.join(os.path.dirname(sys.executable), 'stestr'),
+         'history', 'show', str(run_id), '--subunit'],
+        capture_output=True, check=True).stdout
+    counts = collections.Counter()
+    result = testtools.StreamToDict(
+        lambda test: counts.update([test['status']]))
+    result.startTestRun()
+    try:
+        subunit.ByteStreamToStreamResult(
+            io.BytesIO(stream), non_subunit_name='stdout').run(result)
+    finally:
+        result.stopTestRun()
+    passed = counts.pop('success', 0) + counts.pop('xfail', 0)
+    skipped = counts.pop('skip', 0)
+    return passed, sum(counts.values()), skipped
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--first', type=int, default=0,
+                        help='the first stestr run of this job')
+    args = parser.parse_args(argv)
+    totals = [0, 0, 0]
+    last = next_run() - 1
+    if last < args.first:
+        print('no stestr run was recorded')
+    for run_id in range(args.first, last + 1):
+        try:
+            passed, failed, skipped = count(run_id)
+        except (subprocess.CalledProcessError, OSError) as exc:
+            passed, failed, skipped = 0, 0, 0
+            print('stestr run %d: could not be read: %s' % (run_id, exc))
+        if passed + failed + skipped == 0:
+            print('stestr run %d: holds no test' % run_id)
+            failed = 1
+        else:
+            print('stestr run %d: passed=%d failed=%d skipped=%d'
+                  % (run_id, passed, failed, skipped))
+        totals = [a + b for a, b in zip(totals, (passed, failed, skipped))]
+    print('%d passed, %d failed, %d skipped' % tuple(totals))
+    return 1 if totals[1] or not totals[0] else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
