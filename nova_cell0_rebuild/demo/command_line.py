@@ -59,8 +59,9 @@ how it runs:
 
 --serve is a SANDBOX, NEVER A DEPLOYMENT:
   there is no Keystone; each request is whoever its headers say
-  (X-User-Id, X-Project-Id, X-Roles; default: admin), so it binds to
-  127.0.0.0/8 or ::1 only and refuses any other address.
+  (X-User-Id, X-Project-Id, X-Roles; default: a member of project
+  sandbox; the cloud's admin only with X-Roles: admin,member,reader), so
+  it binds to 127.0.0.0/8 or ::1 only and refuses any other address.
 
 exit status: 0 when every step went as expected, 1 when one did not,
   2 for a usage error, a missing requirement or an address in use.

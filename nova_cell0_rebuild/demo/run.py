@@ -96,11 +96,12 @@ def _interrupt(signum, frame):
     raise KeyboardInterrupt()
 
 
-def serve(server, seconds, timeline):
+def serve(server, seconds, image_id, timeline):
     """Keep serving until interrupted or for *seconds*."""
     endpoint = server.endpoint
     microversion = rebuild_flow.effective_min_microversion(CONF)
-    print(SERVING % {'endpoint': endpoint, 'mv': microversion}, flush=True)
+    print(SERVING % {'endpoint': endpoint, 'mv': microversion,
+                     'image': image_id}, flush=True)
     timeline.say('sandbox', 'serving: %s' % endpoint)
     deadline = None if seconds is None else time.monotonic() + seconds
     # A service manager stops it with SIGTERM: same clean stop as Ctrl-C.
@@ -116,14 +117,20 @@ def serve(server, seconds, timeline):
 SERVING = """\
 Nova's compute API, with the cell0_rebuild filter, is at %(endpoint)s
 SANDBOX, NOT A DEPLOYMENT: no Keystone, a request is whoever its headers
-say (X-User-Id, X-Project-Id, X-Roles; default: admin). Loopback only.
+say: X-Project-Id (default: sandbox), X-User-Id (default: <project>-user),
+X-Roles (default: member,reader). It is the cloud's admin only when it asks
+with X-Roles: admin,member,reader. Loopback only.
   openstack --os-auth-type none --os-endpoint %(endpoint)s \\
       --os-compute-api-version %(mv)s --os-identity-api-version 3 \\
-      server list --all-projects
+      server list
   python: openstack.connect(auth_type='none', compute_api_version='%(mv)s',
             compute_endpoint_override='%(endpoint)s')
   curl -H 'X-Project-Id: science' -H 'OpenStack-API-Version: compute %(mv)s' \\
       %(endpoint)s/servers
+  curl -H 'X-Roles: admin,member,reader' \\
+      -H 'OpenStack-API-Version: compute %(mv)s' \\
+      '%(endpoint)s/servers?all_tenants=1'
+Image of the demo's servers, for yours too: %(image)s
 Ctrl-C stops it.
 """
 
@@ -188,7 +195,7 @@ def run(args, listening):
         steps = play(nova, server.endpoint, transport, timeline)
         print_summary(steps)
         if args.serve:
-            serve(server, args.serve_seconds, timeline)
+            serve(server, args.serve_seconds, nova.image_id, timeline)
     except KeyboardInterrupt:
         timeline.say('demo', 'interrupted')
         steps = []

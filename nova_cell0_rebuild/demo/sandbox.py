@@ -25,10 +25,14 @@ import eventlet
 import eventlet.greenio
 import eventlet.wsgi
 
-#: Who a request is when its headers do not say: the cloud's admin.
-DEFAULT_USER = 'admin'
-DEFAULT_PROJECT = 'admin'
-DEFAULT_ROLES = 'admin,member,reader'
+#: The roles of a request that does not send X-Roles: a project member.
+DEFAULT_ROLES = 'member,reader'
+#: The project of a request that names none.
+DEFAULT_PROJECT = 'sandbox'
+#: The role that makes a request the cloud's admin, when X-Roles has it.
+ADMIN_ROLE = 'admin'
+#: The user and project of an admin request that names neither.
+ADMIN = 'admin'
 
 
 class SandboxIdentity(object):
@@ -36,11 +40,15 @@ class SandboxIdentity(object):
 
     Nova's functional harness (``OSAPIFixture``) replaces
     keystonemiddleware and builds the request context from the
-    ``X-Auth-User``, ``X-Auth-Project-Id`` and ``X-Roles`` headers (admin
-    when the user is ``admin``). This wrapper also accepts the headers
-    keystonemiddleware would set (``X-User-Id``, ``X-Project-Id``) and fills
-    in the cloud's admin for whatever a client leaves out, so clients with
-    no authentication at all (``auth_type none``) work too.
+    ``X-Auth-User``, ``X-Auth-Project-Id`` and ``X-Roles`` headers (and
+    makes the user named ``admin`` an admin context). This wrapper also
+    accepts the headers keystonemiddleware would set (``X-User-Id``,
+    ``X-Project-Id``) and fills in what a client leaves out, so clients with
+    no authentication at all (``auth_type none``) work too: a member
+    (``member,reader``) of the request's project (``sandbox`` by default),
+    user ``<project>-user``. A request is the cloud's admin only when it
+    asks, with an ``X-Roles`` that has ``admin``; its user and project are
+    then ``admin`` unless it names others.
     """
 
     def __init__(self, application):
@@ -62,13 +70,16 @@ class SandboxIdentity(object):
         if not from_loopback:
             start_response('403 Forbidden', [('Content-Type', 'text/plain')])
             return [b'The sandbox API only answers loopback clients.\n']
-        environ['HTTP_X_AUTH_USER'] = self._first(
-            environ, ('HTTP_X_AUTH_USER', 'HTTP_X_USER_ID'), DEFAULT_USER)
-        environ['HTTP_X_AUTH_PROJECT_ID'] = self._first(
+        roles = self._first(environ, ('HTTP_X_ROLES',), DEFAULT_ROLES)
+        admin = ADMIN_ROLE in [role.strip() for role in roles.split(',')]
+        project = self._first(
             environ, ('HTTP_X_AUTH_PROJECT_ID', 'HTTP_X_PROJECT_ID'),
-            DEFAULT_PROJECT)
-        environ['HTTP_X_ROLES'] = self._first(
-            environ, ('HTTP_X_ROLES',), DEFAULT_ROLES)
+            ADMIN if admin else DEFAULT_PROJECT)
+        environ['HTTP_X_AUTH_USER'] = self._first(
+            environ, ('HTTP_X_AUTH_USER', 'HTTP_X_USER_ID'),
+            ADMIN if admin else '%s-user' % project)
+        environ['HTTP_X_AUTH_PROJECT_ID'] = project
+        environ['HTTP_X_ROLES'] = roles
         return self.application(environ, start_response)
 
 

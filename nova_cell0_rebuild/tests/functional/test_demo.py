@@ -23,9 +23,11 @@ import time
 
 from keystoneauth1 import noauth
 from keystoneauth1 import session
+from nova.tests import fixtures as nova_fixtures
 import openstack
 import testtools
 
+import nova_cell0_rebuild
 from nova_cell0_rebuild.tests import microversions as mv
 
 DEMO = [sys.executable, '-m', 'nova_cell0_rebuild.demo.main']
@@ -230,6 +232,9 @@ class ServedDemoTest(testtools.TestCase):
         science = self._connect('science')
         other = self._connect('other')
         image_id = next(iter(science.compute.servers())).image['id']
+        # The banner names it.
+        self.assertIn("Image of the demo's servers, for yours too: %s\n"
+                      % image_id, ''.join(self.output))
 
         # The scenario left one VCPU free: take it.
         filler = other.compute.create_server(
@@ -254,5 +259,40 @@ class ServedDemoTest(testtools.TestCase):
         self.assertEqual(server.id, active.id)
         self.assertEqual('ACTIVE', active.status)
 
+        # Without identity headers a request is a member, not the admin:
+        # all projects are the admin's to list, who asks with X-Roles.
+        anyone = session.Session(auth=noauth.NoAuth())
+        listed = anyone.get(
+            self.endpoint + '/servers?all_tenants=1', raise_exc=False,
+            headers={'OpenStack-API-Version': 'compute 2.1'})
+        self.assertEqual(403, listed.status_code, listed.text)
+        listed = anyone.get(
+            self.endpoint + '/servers?all_tenants=1', raise_exc=False,
+            headers={'OpenStack-API-Version': 'compute 2.1',
+                     'X-Roles': 'admin,member,reader'})
+        self.assertEqual(200, listed.status_code, listed.text)
+        self.assertIn(server.id, listed.text)
+
         self._stop_demo()
         self.assertEqual(0, self.stopped_with, ''.join(self.output))
+
+
+class QuickstartTest(testtools.TestCase):
+    """What the quick start page tells a new user to type."""
+
+    def test_it_gives_the_demos_image_by_its_id(self):
+        # Several images of Nova's stub Glance share its name.
+        source_tree = os.path.dirname(os.path.dirname(
+            os.path.abspath(nova_cell0_rebuild.__file__)))
+        path = os.path.join(source_tree, 'doc', 'source', 'quickstart.rst')
+        if not os.path.exists(path):
+            self.skipTest('not a source tree: %s' % path)
+        with open(path) as page:
+            text = page.read()
+        image = nova_fixtures.GlanceFixture.image1
+        commands = [line.strip() for line in text.splitlines()
+                    if line.strip().startswith('$ ')]
+        self.assertIn('$ export IMAGE=%s' % image['id'], commands)
+        self.assertEqual([], [command for command in commands
+                              if '--image' in command
+                              and '--image $IMAGE' not in command])

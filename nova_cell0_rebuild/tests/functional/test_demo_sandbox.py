@@ -51,11 +51,30 @@ class SandboxIdentityTest(testtools.TestCase):
         self.assertEqual(('bob', 'p1'), (self.seen['HTTP_X_AUTH_USER'],
                                          self.seen['HTTP_X_AUTH_PROJECT_ID']))
 
-    def test_no_headers_is_the_admin(self):
+    def test_no_headers_is_a_member(self):
         self._get(remote='::1')
+        self.assertEqual({'HTTP_X_AUTH_USER': 'sandbox-user',
+                          'HTTP_X_AUTH_PROJECT_ID': 'sandbox',
+                          'HTTP_X_ROLES': 'member,reader'}, self.seen)
+
+    def test_a_project_alone_is_a_member_of_it(self):
+        # The banner's curl example: not the admin, whose user Nova's
+        # harness makes is_admin.
+        self._get(**{'X-Project-Id': 'science'})
+        self.assertEqual({'HTTP_X_AUTH_USER': 'science-user',
+                          'HTTP_X_AUTH_PROJECT_ID': 'science',
+                          'HTTP_X_ROLES': 'member,reader'}, self.seen)
+
+    def test_admin_when_asked(self):
+        self._get(**{'X-Roles': 'admin,member,reader'})
         self.assertEqual({'HTTP_X_AUTH_USER': 'admin',
                           'HTTP_X_AUTH_PROJECT_ID': 'admin',
                           'HTTP_X_ROLES': 'admin,member,reader'}, self.seen)
+        self._get(**{'X-Roles': 'reader,admin', 'X-Project-Id': 'science',
+                     'X-User-Id': 'alice'})
+        self.assertEqual({'HTTP_X_AUTH_USER': 'alice',
+                          'HTTP_X_AUTH_PROJECT_ID': 'science',
+                          'HTTP_X_ROLES': 'reader,admin'}, self.seen)
 
     def test_other_clients_are_refused(self):
         resp = self._get(remote='10.0.0.7', **{'X-User-Id': 'alice'})
