@@ -12,23 +12,10 @@
 
 """A one-command demo: pre-emptible servers on an in-process Nova 34.
 
-Nova runs in eventlet mode here, as in this project's functional tests, so
-monkey patching happens before anything else of the demo is imported.
+Importing this package does nothing. :mod:`.main`, the command, checks its
+command line (:mod:`.command_line`) and takes its port (:mod:`.loopback`)
+with the standard library only, then monkey-patches for Nova's eventlet
+mode, and only then imports :mod:`.run` and the modules that need Nova and
+eventlet (:mod:`.cloud`, :mod:`.sandbox`, :mod:`.reaper`, ...). Import those
+only after patching, as Nova's own functional tests do.
 """
-
-import logging
-import os
-import warnings
-
-# The demo's Nova is always the eventlet one: its HTTP sandbox serves with
-# eventlet.wsgi, next to Nova's services, in one process.
-os.environ['OS_NOVA_DISABLE_EVENTLET_PATCHING'] = 'False'
-
-# Eventlet mode is deprecated by eventlet and by Nova 34; both say so when
-# patching, which is news for Nova's developers, not for the demo's users.
-with warnings.catch_warnings():
-    warnings.simplefilter('ignore')
-    logging.getLogger('nova.monkey_patch').setLevel(logging.ERROR)
-    from nova_cell0_rebuild.adapters import nova_release
-    nova_release.patch_eventlet()
-    logging.getLogger('nova.monkey_patch').setLevel(logging.NOTSET)

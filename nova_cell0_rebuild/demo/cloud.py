@@ -33,7 +33,7 @@ from nova.virt import fake as fake_virt
 from oslo_config import cfg
 import oslo_messaging
 
-from nova_cell0_rebuild.tests.functional import fixtures as plugin_fixtures
+from nova_cell0_rebuild import fixture as plugin_fixture
 
 CONF = cfg.CONF
 
@@ -88,7 +88,7 @@ class InProcessNova(test.TestCase):
         # The plugin, as a deployment enables it: our api-paste.ini with the
         # filter after keystonecontext, [cell0_rebuild] options, its tables.
         self.useFixture(
-            plugin_fixtures.Cell0RebuildFixture(**self._plugin_conf))
+            plugin_fixture.Cell0RebuildFixture(**self._plugin_conf))
         # nova-api through the paste pipeline. The harness replaces
         # keystonemiddleware and builds each request context from the
         # X-Auth-User, X-Auth-Project-Id and X-Roles headers.

@@ -16,50 +16,23 @@ THIS IS A SANDBOX, NEVER A DEPLOYMENT. There is no Keystone: the identity
 of a request (user, project, roles) is whatever the client's headers say, so
 anyone who can connect can act as anyone, admin included. That is why the
 server binds to loopback addresses only (127.0.0.0/8 and ::1) and refuses
-any other address.
+any other address (:mod:`.loopback`).
 """
 
 import ipaddress
-import socket
 
 import eventlet
+import eventlet.greenio
 import eventlet.wsgi
 
-#: Who a request is when its headers do not say: the cloud's admin.
-DEFAULT_USER = 'admin'
-DEFAULT_PROJECT = 'admin'
-DEFAULT_ROLES = 'admin,member,reader'
-
-
-class NotLoopback(ValueError):
-    """A bind address outside 127.0.0.0/8 and ::1."""
-
-
-def parse_bind(value):
-    """Parse ``HOST:PORT`` (``[::1]:PORT`` for IPv6) into (host, port).
-
-    Port 0 asks the system for a free port.
-
-    :raises: NotLoopback for a host that is not a loopback address;
-        ValueError for anything that is not HOST:PORT.
-    """
-    host, sep, port = value.rpartition(':')
-    if not sep or not port.isdigit() or int(port) > 65535:
-        raise ValueError('%r is not HOST:PORT' % value)
-    host = host.strip('[]')
-    if host == 'localhost':
-        host = '127.0.0.1'
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        raise ValueError('%r is not an IP address (or localhost)' % host)
-    if not address.is_loopback:
-        raise NotLoopback(
-            '%s is not a loopback address. The sandbox API trusts the '
-            'identity sent in request headers, so it only listens on '
-            '127.0.0.0/8 or ::1, never on an address other hosts can reach.'
-            % host)
-    return str(address), int(port)
+#: The roles of a request that does not send X-Roles: a project member.
+DEFAULT_ROLES = 'member,reader'
+#: The project of a request that names none.
+DEFAULT_PROJECT = 'sandbox'
+#: The role that makes a request the cloud's admin, when X-Roles has it.
+ADMIN_ROLE = 'admin'
+#: The user and project of an admin request that names neither.
+ADMIN = 'admin'
 
 
 class SandboxIdentity(object):
@@ -67,11 +40,15 @@ class SandboxIdentity(object):
 
     Nova's functional harness (``OSAPIFixture``) replaces
     keystonemiddleware and builds the request context from the
-    ``X-Auth-User``, ``X-Auth-Project-Id`` and ``X-Roles`` headers (admin
-    when the user is ``admin``). This wrapper also accepts the headers
-    keystonemiddleware would set (``X-User-Id``, ``X-Project-Id``) and fills
-    in the cloud's admin for whatever a client leaves out, so clients with
-    no authentication at all (``auth_type none``) work too.
+    ``X-Auth-User``, ``X-Auth-Project-Id`` and ``X-Roles`` headers (and
+    makes the user named ``admin`` an admin context). This wrapper also
+    accepts the headers keystonemiddleware would set (``X-User-Id``,
+    ``X-Project-Id``) and fills in what a client leaves out, so clients with
+    no authentication at all (``auth_type none``) work too: a member
+    (``member,reader``) of the request's project (``sandbox`` by default),
+    user ``<project>-user``. A request is the cloud's admin only when it
+    asks, with an ``X-Roles`` that has ``admin``; its user and project are
+    then ``admin`` unless it names others.
     """
 
     def __init__(self, application):
@@ -93,38 +70,32 @@ class SandboxIdentity(object):
         if not from_loopback:
             start_response('403 Forbidden', [('Content-Type', 'text/plain')])
             return [b'The sandbox API only answers loopback clients.\n']
-        environ['HTTP_X_AUTH_USER'] = self._first(
-            environ, ('HTTP_X_AUTH_USER', 'HTTP_X_USER_ID'), DEFAULT_USER)
-        environ['HTTP_X_AUTH_PROJECT_ID'] = self._first(
+        roles = self._first(environ, ('HTTP_X_ROLES',), DEFAULT_ROLES)
+        admin = ADMIN_ROLE in [role.strip() for role in roles.split(',')]
+        project = self._first(
             environ, ('HTTP_X_AUTH_PROJECT_ID', 'HTTP_X_PROJECT_ID'),
-            DEFAULT_PROJECT)
-        environ['HTTP_X_ROLES'] = self._first(
-            environ, ('HTTP_X_ROLES',), DEFAULT_ROLES)
+            ADMIN if admin else DEFAULT_PROJECT)
+        environ['HTTP_X_AUTH_USER'] = self._first(
+            environ, ('HTTP_X_AUTH_USER', 'HTTP_X_USER_ID'),
+            ADMIN if admin else '%s-user' % project)
+        environ['HTTP_X_AUTH_PROJECT_ID'] = project
+        environ['HTTP_X_ROLES'] = roles
         return self.application(environ, start_response)
 
 
 class SandboxServer(object):
-    """Serve a WSGI application over HTTP on a loopback address.
+    """Serve a WSGI application over HTTP on a loopback socket.
 
-    :param host: a loopback address, checked again here.
-    :param port: a port, or 0 for a free one.
+    :param listening: a socket from :func:`.loopback.listen`, possibly
+        opened before eventlet patched the standard library.
     """
 
-    def __init__(self, host='127.0.0.1', port=0):
-        parse_bind('[%s]:%d' % (host, port))
-        self.host = host
-        self.port = port
-        self._socket = None
+    def __init__(self, listening):
+        if not isinstance(listening, eventlet.greenio.GreenSocket):
+            listening = eventlet.greenio.GreenSocket(listening)
+        self._socket = listening
+        self.host, self.port = listening.getsockname()[:2]
         self._thread = None
-
-    def bind(self):
-        """Listen on the address; sets the bound port.
-
-        :raises: OSError, e.g. when the port is taken.
-        """
-        family = socket.AF_INET6 if ':' in self.host else socket.AF_INET
-        self._socket = eventlet.listen((self.host, self.port), family=family)
-        self.port = self._socket.getsockname()[1]
 
     def serve(self, application):
         """Serve nova-api's WSGI application in a green thread."""

@@ -38,9 +38,9 @@ from placement import db_api as placement_db_api
 import sqlalchemy as sa
 import webob
 
+from nova_cell0_rebuild import fixture
 from nova_cell0_rebuild.tests.bench import mariadb
 from nova_cell0_rebuild.tests.bench import sql
-from nova_cell0_rebuild.tests.functional import fixtures
 
 #: The databases whose statements are counted, in report order.
 DATABASES = ('api', 'cell0', 'cell1', 'placement')
@@ -115,7 +115,7 @@ class Harness(integrated_helpers.InstanceHelperMixin, test.TestCase):
         self.image_id = self.glance.image1['id']
         self.useFixture(func_fixtures.PlacementFixture())
         self.useFixture(nova_fixtures.NotificationFixture(self))
-        self.useFixture(fixtures.Cell0RebuildFixture())
+        self.useFixture(fixture.Cell0RebuildFixture())
         api_fixture = self.useFixture(
             nova_fixtures.OSAPIFixture(api_version='v2.1'))
         self.project_id = api_fixture.api.project_id
@@ -142,9 +142,9 @@ class Harness(integrated_helpers.InstanceHelperMixin, test.TestCase):
 
     def _load_apps(self):
         """{'with': app with the filter, 'without': Nova's own pipeline}."""
-        with_filter = fixtures.find_paste_config()
+        with_filter = fixture.find_paste_config()
         try:
-            without_filter = fixtures.write_paste_config_without_filter(
+            without_filter = fixture.write_paste_config_without_filter(
                 self.useFixture(fixtures_lib.TempDir()).path)
         except RuntimeError as exc:
             raise BenchError(str(exc))

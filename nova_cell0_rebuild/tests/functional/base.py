@@ -31,8 +31,8 @@ import sqlalchemy as sa
 
 from nova_cell0_rebuild.db import api as db_api
 from nova_cell0_rebuild.db import models
+from nova_cell0_rebuild import fixture
 from nova_cell0_rebuild.tasks import heal
-from nova_cell0_rebuild.tests.functional import fixtures
 
 
 class Cell0RebuildTestCase(integrated_helpers.InstanceHelperMixin,
@@ -61,7 +61,7 @@ class Cell0RebuildTestCase(integrated_helpers.InstanceHelperMixin,
             nova_fixtures.NotificationFixture(self))
         if self.with_filter:
             self.useFixture(
-                fixtures.Cell0RebuildFixture(**self.cell0_rebuild_conf))
+                fixture.Cell0RebuildFixture(**self.cell0_rebuild_conf))
         api_fixture = self.useFixture(
             nova_fixtures.OSAPIFixture(api_version='v2.1'))
         self.api = api_fixture.api

@@ -38,10 +38,10 @@ from testtools import content
 from nova_cell0_rebuild.adapters import nova_create_pipeline as pipeline
 from nova_cell0_rebuild.db import api as db_api
 from nova_cell0_rebuild.db import models
+from nova_cell0_rebuild import fixture as plugin_fixture
 from nova_cell0_rebuild.operations import purge
 from nova_cell0_rebuild.tasks import heal
 from nova_cell0_rebuild.tests.functional import base
-from nova_cell0_rebuild.tests.functional import fixtures as plugin_fixtures
 from nova_cell0_rebuild.tests.functional import test_move_faults
 
 PIPELINE = 'nova_cell0_rebuild.adapters.nova_create_pipeline.'
@@ -395,10 +395,10 @@ class NovaAloneDeleteRacesCreateTest(DeleteRacesTestBase):
     def setUp(self):
         # Nova's own pipeline (our tables exist, the filter is not in it).
         directory = self.useFixture(fixtures.TempDir()).path
-        nova_pipeline = plugin_fixtures.write_paste_config_without_filter(
+        nova_pipeline = plugin_fixture.write_paste_config_without_filter(
             directory)
         self.useFixture(fixtures.MonkeyPatch(
-            plugin_fixtures.__name__ + '.find_paste_config',
+            plugin_fixture.__name__ + '.find_paste_config',
             lambda: nova_pipeline))
         super().setUp()
 

@@ -12,17 +12,22 @@
 
 """The demo, run as users run it, and a real client against its API."""
 
+import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
+import time
 
 from keystoneauth1 import noauth
 from keystoneauth1 import session
+from nova.tests import fixtures as nova_fixtures
 import openstack
 import testtools
 
+import nova_cell0_rebuild
 from nova_cell0_rebuild.tests import microversions as mv
 
 DEMO = [sys.executable, '-m', 'nova_cell0_rebuild.demo.main']
@@ -80,6 +85,104 @@ class DemoTest(testtools.TestCase):
         self.assertEqual('', demo.stdout)
 
 
+class DemoCommandLineTest(testtools.TestCase):
+    """What the demo says before it starts Nova: fast, one line, rc 2."""
+
+    def _demo(self, *args, timeout=60):
+        started = time.monotonic()
+        demo = subprocess.run(DEMO + list(args), capture_output=True,
+                              text=True, timeout=timeout, env=_environment())
+        return demo, time.monotonic() - started
+
+    def test_a_busy_port_is_an_error_before_nova_starts(self):
+        # The first holder is what a first --serve used to be (eventlet's
+        # listen shares the port with SO_REUSEPORT), the second any service.
+        for share in (True, False):
+            holder = socket.socket()
+            self.addCleanup(holder.close)
+            holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if share:
+                holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            holder.bind(('127.0.0.1', 0))
+            holder.listen(5)
+            port = holder.getsockname()[1]
+            demo, took = self._demo('--serve', '127.0.0.1:%d' % port,
+                                    '--serve-seconds', '1', timeout=30)
+            self.assertEqual(2, demo.returncode, demo.stdout + demo.stderr)
+            self.assertEqual(
+                'nova-cell0-rebuild-demo: cannot listen on 127.0.0.1:%d: '
+                '[Errno 98] Address already in use\n' % port, demo.stderr)
+            self.assertEqual('', demo.stdout)
+            # Before Nova is even imported: well under the 4 to 20 s that
+            # takes.
+            self.assertLess(took, 3, 'share=%s' % share)
+
+    def test_a_bad_min_microversion_is_a_usage_error(self):
+        for value, says in (
+                ('3.x', "'3.x' is not a compute API microversion (2.N)"),
+                ('2.056', "'2.056' is not a compute API microversion"),
+                ('2.56', '2.56 is below 2.57'),
+                ('2.999', '2.999 is outside 2.57 .. %s' % mv.NOVA_MAX)):
+            demo, took = self._demo('--min-microversion', value)
+            self.assertEqual(2, demo.returncode, value + demo.stderr)
+            self.assertEqual('', demo.stdout, value)
+            self.assertNotIn('Traceback', demo.stderr, value)
+            # argparse's usage, then the error on one line (2.999 is checked
+            # after Nova is imported, which may warn with PYTHONWARNINGS).
+            self.assertIn('usage: nova-cell0-rebuild-demo ', demo.stderr)
+            error = demo.stderr.splitlines()[-1]
+            self.assertTrue(error.startswith(
+                'nova-cell0-rebuild-demo: error: argument '
+                '--min-microversion: '), error)
+            self.assertIn(says, error)
+
+    def test_help_and_argument_errors_import_no_nova(self):
+        # What --help and malformed arguments load, each in a fresh
+        # interpreter: no Nova, no eventlet, nothing patched.
+        for args in (['--help'], ['--min-microversion', '3.x'],
+                     ['--min-microversion', '2.56'], ['--serve-seconds', '5'],
+                     ['--serve', '10.0.0.1:80']):
+            probe = subprocess.run(
+                [sys.executable, '-c', _IMPORTS_PROBE] + args,
+                capture_output=True, text=True, timeout=60,
+                env=_environment())
+            self.assertEqual(0, probe.returncode, probe.stderr)
+            rc, loaded = json.loads(probe.stdout.splitlines()[-1])
+            self.assertEqual((0 if args == ['--help'] else 2, []),
+                             (rc, loaded), args)
+
+    def test_the_demo_imports_no_test_package_of_ours(self):
+        # Nova's own test fixtures (nova.tests) are the nova package's; the
+        # plugin's fixture is public (nova_cell0_rebuild.fixture).
+        probe = subprocess.run(
+            [sys.executable, '-c', _RUN_IMPORTS_PROBE], capture_output=True,
+            text=True, timeout=60, env=_environment())
+        self.assertEqual(0, probe.returncode, probe.stderr)
+        self.assertEqual([], json.loads(probe.stdout.splitlines()[-1]))
+
+
+_IMPORTS_PROBE = """
+import contextlib, io, json, sys
+from nova_cell0_rebuild.demo import main
+with contextlib.redirect_stdout(io.StringIO()), \\
+        contextlib.redirect_stderr(io.StringIO()):
+    try:
+        rc = main.main(sys.argv[1:])
+    except SystemExit as exc:
+        rc = exc.code
+print(json.dumps([rc, sorted(name for name in sys.modules
+                             if name.split('.')[0] in ('nova', 'eventlet'))]))
+"""
+_RUN_IMPORTS_PROBE = """
+import json, sys
+from nova_cell0_rebuild.demo import main
+main.enter_eventlet_mode()
+from nova_cell0_rebuild.demo import run
+print(json.dumps(sorted(name for name in sys.modules
+                        if name.startswith('nova_cell0_rebuild.tests'))))
+"""
+
+
 class ServedDemoTest(testtools.TestCase):
     """openstacksdk against ``--serve``: the plugin's rebuild, for real."""
 
@@ -129,6 +232,9 @@ class ServedDemoTest(testtools.TestCase):
         science = self._connect('science')
         other = self._connect('other')
         image_id = next(iter(science.compute.servers())).image['id']
+        # The banner names it.
+        self.assertIn("Image of the demo's servers, for yours too: %s\n"
+                      % image_id, ''.join(self.output))
 
         # The scenario left one VCPU free: take it.
         filler = other.compute.create_server(
@@ -153,5 +259,40 @@ class ServedDemoTest(testtools.TestCase):
         self.assertEqual(server.id, active.id)
         self.assertEqual('ACTIVE', active.status)
 
+        # Without identity headers a request is a member, not the admin:
+        # all projects are the admin's to list, who asks with X-Roles.
+        anyone = session.Session(auth=noauth.NoAuth())
+        listed = anyone.get(
+            self.endpoint + '/servers?all_tenants=1', raise_exc=False,
+            headers={'OpenStack-API-Version': 'compute 2.1'})
+        self.assertEqual(403, listed.status_code, listed.text)
+        listed = anyone.get(
+            self.endpoint + '/servers?all_tenants=1', raise_exc=False,
+            headers={'OpenStack-API-Version': 'compute 2.1',
+                     'X-Roles': 'admin,member,reader'})
+        self.assertEqual(200, listed.status_code, listed.text)
+        self.assertIn(server.id, listed.text)
+
         self._stop_demo()
         self.assertEqual(0, self.stopped_with, ''.join(self.output))
+
+
+class QuickstartTest(testtools.TestCase):
+    """What the quick start page tells a new user to type."""
+
+    def test_it_gives_the_demos_image_by_its_id(self):
+        # Several images of Nova's stub Glance share its name.
+        source_tree = os.path.dirname(os.path.dirname(
+            os.path.abspath(nova_cell0_rebuild.__file__)))
+        path = os.path.join(source_tree, 'doc', 'source', 'quickstart.rst')
+        if not os.path.exists(path):
+            self.skipTest('not a source tree: %s' % path)
+        with open(path) as page:
+            text = page.read()
+        image = nova_fixtures.GlanceFixture.image1
+        commands = [line.strip() for line in text.splitlines()
+                    if line.strip().startswith('$ ')]
+        self.assertIn('$ export IMAGE=%s' % image['id'], commands)
+        self.assertEqual([], [command for command in commands
+                              if '--image' in command
+                              and '--image $IMAGE' not in command])

@@ -77,8 +77,8 @@ import webob
 
 from nova_cell0_rebuild.db import api as db_api
 from nova_cell0_rebuild.db import models
+from nova_cell0_rebuild import fixture
 from nova_cell0_rebuild.tests.functional import base
-from nova_cell0_rebuild.tests.functional import fixtures
 from nova_cell0_rebuild.tests import microversions as mv
 
 CONF = cfg.CONF
@@ -487,7 +487,7 @@ class _FuzzTestCase(base.Cell0RebuildTestCase):
         for threshold in THRESHOLDS:
             self.flags(min_microversion=threshold, group='cell0_rebuild')
             apps[threshold] = nova_wsgi.Loader(
-                fixtures.find_paste_config()).load_app('osapi_compute')
+                fixture.find_paste_config()).load_app('osapi_compute')
         # The filter keeps the threshold it was loaded with.
         self.flags(min_microversion=THRESHOLDS[0], group='cell0_rebuild')
         return apps
@@ -665,7 +665,7 @@ class NovaParityTest(_FuzzTestCase):
 
     def _compare_with_nova(self, path_prefix='', **headers):
         server_id = self._create_buried_server()['id']
-        without_filter = fixtures.write_paste_config_without_filter(
+        without_filter = fixture.write_paste_config_without_filter(
             self.useFixture(fixtures_lib.TempDir()).path)
         nova_app = nova_wsgi.Loader(without_filter).load_app('osapi_compute')
         request = {

@@ -22,8 +22,8 @@ import webob
 
 from nova_cell0_rebuild.db import api as db_api
 from nova_cell0_rebuild.db import models
+from nova_cell0_rebuild import fixture
 from nova_cell0_rebuild.tests.functional import base
-from nova_cell0_rebuild.tests.functional import fixtures
 
 _MASKS = [
     (re.compile(r'req-[0-9a-f-]{36}'), 'REQUEST_ID'),
@@ -60,8 +60,8 @@ class PassThroughTest(base.Cell0RebuildTestCase):
     """The same calls against Nova with and without the filter."""
 
     def _load_apps(self):
-        with_filter = fixtures.find_paste_config()
-        without_filter = fixtures.write_paste_config_without_filter(
+        with_filter = fixture.find_paste_config()
+        without_filter = fixture.write_paste_config_without_filter(
             self.useFixture(fixtures_lib.TempDir()).path)
         return {
             name: nova_wsgi.Loader(path).load_app('osapi_compute')

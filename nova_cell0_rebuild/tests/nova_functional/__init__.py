@@ -14,7 +14,7 @@
 
 Nothing here is a test of ours: the modules named in ``nova-slice.txt``
 are loaded from the installed Nova and run unchanged, with
-:class:`~nova_cell0_rebuild.tests.functional.fixtures.Cell0RebuildFixture`
+:class:`~nova_cell0_rebuild.fixture.Cell0RebuildFixture`
 applied each time Nova's ``OSAPIFixture`` starts an API, so that every
 request of those tests goes through the filter as in a deployment. A test
 that passes in plain Nova and fails here is a behaviour the filter changed.
@@ -28,7 +28,7 @@ nova_release.patch_eventlet()
 
 from nova.tests import fixtures as nova_fixtures  # noqa: E402
 
-from nova_cell0_rebuild.tests.functional import fixtures  # noqa: E402
+from nova_cell0_rebuild import fixture  # noqa: E402
 
 _nova_api_setup = nova_fixtures.OSAPIFixture.setUp
 
@@ -37,7 +37,7 @@ def _api_with_the_filter(api_fixture):
     # The filter must be in the paste file before Nova's API loads it,
     # and this fixture has no cleanups yet: set it up on its own and
     # clean it up with the API.
-    plugin = fixtures.Cell0RebuildFixture()
+    plugin = fixture.Cell0RebuildFixture()
     plugin.setUp()
     try:
         _nova_api_setup(api_fixture)
