@@ -66,6 +66,19 @@ class PositionsTest(base.BaseTestCase):
                           LEGACY: position.RIGHT_AFTER_CONTEXT},
                          position.positions(SHIPPED))
 
+    def test_nova_31_and_older_keep_noauth2_pipelines(self):
+        # Their composites also name a deprecated noauth2 pipeline, which
+        # nova-api runs only with [api] auth_strategy = noauth2.
+        noauth2 = ('\nnoauth2 = cors http_proxy_to_wsgi compute_req_id '
+                   'faultwrap request_log sizelimit osprofiler noauth2 '
+                   'osapi_compute_app_v21')
+        text = variant((V21_LINE, V21_LINE + noauth2),
+                       (LEGACY_TAIL + ' osapi_compute_app_v21',
+                        LEGACY_TAIL + ' osapi_compute_app_v21' + noauth2))
+        self.assertEqual({V21: position.RIGHT_AFTER_CONTEXT,
+                          LEGACY: position.RIGHT_AFTER_CONTEXT},
+                         self._positions(text))
+
     def test_after_another_filter(self):
         text = variant((LEGACY_TAIL, 'keystonecontext legacy_v2_compatible '
                         'cell0_rebuild'))
