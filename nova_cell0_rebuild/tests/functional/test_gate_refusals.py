@@ -18,10 +18,12 @@ stays in ERROR in cell0, exactly as it was.
 
 import eventlet
 from nova import context as nova_context
+from nova.limit import local as local_limit
 from nova import objects as nova_objects
 from nova import policy as nova_policy
 from nova.tests import fixtures as nova_fixtures
 from nova.tests.functional.api import client as api_client
+from oslo_limit import fixture as limit_fixture
 
 from nova_cell0_rebuild.db import api as db_api
 from nova_cell0_rebuild.db import models
@@ -129,6 +131,54 @@ class GateRefusalTest(_RefusalTestCase):
         # One server built, once.
         self.assertEqual([server['id']], casts)
         self.assertEqual(1, len(self.api.get_servers()))
+
+
+class UnifiedLimitsQuotaTest(_RefusalTestCase):
+    """The quota gate with Keystone's unified limits, as Nova checks them.
+
+    Nova 34 counts a RequestSpec's resources, older releases a flavor's:
+    the gate asks whichever the installed Nova has.
+    """
+
+    _GENEROUS = {'servers': 10, 'class:VCPU': 100,
+                 'class:MEMORY_MB': 100000, 'class:DISK_GB': 1000}
+
+    def setUp(self):
+        super().setUp()
+        self.flags(driver='nova.quota.UnifiedLimitsDriver', group='quota')
+        registered = dict(self._GENEROUS, **{
+            local_limit.SERVER_METADATA_ITEMS: 128,
+            local_limit.INJECTED_FILES: 5,
+            local_limit.INJECTED_FILES_CONTENT: 10 * 1024,
+            local_limit.INJECTED_FILES_PATH: 255,
+            local_limit.KEY_PAIRS: 100,
+            local_limit.SERVER_GROUPS: 10,
+            local_limit.SERVER_GROUP_MEMBERS: 10})
+        self.limits = self.useFixture(
+            limit_fixture.LimitFixture(registered, {}))
+
+    def _limit(self, project_limits):
+        """Keystone's limits of the project, read at each check."""
+        self.limits.projlimits = {self.api.project_id: project_limits}
+
+    def test_a_project_over_its_ram_limit_is_refused(self):
+        server = self._create_buried_server()
+        ram = self._cell0_instance(server['id']).flavor.memory_mb
+        # The buried server holds nothing in placement yet: its RAM is
+        # what the rebuild would add.
+        self._limit(dict(self._GENEROUS, **{'class:MEMORY_MB': ram - 1}))
+        # What Nova's create answers: oslo.limit's words.
+        self._assert_refused(server, 403, 'forbidden', 'is over a limit',
+                             'class:MEMORY_MB is over limit of %d' % (ram - 1))
+
+    def test_a_project_within_its_limits_is_rebuilt(self):
+        server = self._create_buried_server()
+        # One server: the buried one already counts as a server.
+        self._limit(dict(self._GENEROUS, servers=1))
+        self._start_compute('host1')
+        resp = self._rebuild(server['id'])
+        self.assertEqual(202, resp.status, resp.body)
+        self._wait_for_state_change(server, 'ACTIVE')
 
 
 class RequestRefusalTest(_RefusalTestCase):
