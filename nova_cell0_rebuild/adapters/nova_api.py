@@ -192,6 +192,12 @@ def authorize(context, rule, target):
         raise exception.RequestRefused(403, exc.format_message())
 
 
+def allowed(context, rule, target):
+    """Whether the caller holds a rule, Nova's or ours; never raises."""
+    _enforcer()
+    return context.can(rule, target=target, fatal=False)
+
+
 def requested_networks(networks):
     """Nova's NetworkRequestList for a create's "networks" value, or None.
 

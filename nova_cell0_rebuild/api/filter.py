@@ -227,8 +227,10 @@ def filter_factory(global_conf, **local_conf):
     # misbehaving on the first request.
     min_version = rebuild_flow.check_min_microversion(
         conf.cell0_rebuild.min_microversion)
+    reaper_min_version = rebuild_flow.check_reaper_min_microversion(
+        conf.cell0_rebuild.reaper_min_microversion, min_version)
     rebuild = rebuild_flow.RebuildFromCell0(
-        conf, gates.load_gates(conf), min_version)
+        conf, gates.load_gates(conf), min_version, reaper_min_version)
 
     def _filter(application):
         return Cell0RebuildFilter(application, conf, rebuild)

@@ -23,7 +23,8 @@ class TestPolicies(base.BaseTestCase):
 
     def test_rules_are_documented_and_project_scoped(self):
         rules = list(policies.list_rules())
-        self.assertEqual([rebuild.REBUILD_FROM_CELL0],
+        self.assertEqual([rebuild.REBUILD_FROM_CELL0,
+                          rebuild.REBUILD_FROM_CELL0_REAPER],
                          [rule.name for rule in rules])
         for rule in rules:
             self.assertIsInstance(rule, oslo_policy.DocumentedRuleDefault)
@@ -37,3 +38,12 @@ class TestPolicies(base.BaseTestCase):
                      if r.name == 'os_compute_api:servers:rebuild'][0]
         ours = list(policies.list_rules())[0]
         self.assertEqual(nova_rule.check_str, ours.check_str)
+
+    def test_reaper_rule_is_novas_service_role(self):
+        from nova.policies import base as nova_base_policies
+        ours = {rule.name: rule for rule in policies.list_rules()}[
+            'cell0_rebuild:servers:rebuild_from_cell0:reaper']
+        self.assertEqual('rule:service_api', ours.check_str)
+        novas = {rule.name: rule.check_str
+                 for rule in nova_base_policies.list_rules()}
+        self.assertEqual('role:service', novas['service_api'])
