@@ -98,8 +98,9 @@ def cell0_page(context, gates, project_id=None, marker=None, limit=50,
                lease_seconds=None, judge_context=None):
     """One page of cell0 servers with every gate's verdict.
 
-    A fixed number of indexed queries a page (plus one quota count per
-    project on it), however many servers cell0 holds; no gate writes.
+    Seven indexed queries a page, plus the quota gate's reads for each
+    server on it (8 with Nova's legacy quota driver), however many servers
+    cell0 holds; no gate writes.
 
     :param lease_seconds: when a move's lease runs out (default
         ``[cell0_rebuild] move_lease_seconds``).
