@@ -192,6 +192,17 @@ def authorize(context, rule, target):
         raise exception.RequestRefused(403, exc.format_message())
 
 
+def max_limit():
+    """The most items Nova answers in one page (``[api] max_limit``)."""
+    return CONF.api.max_limit
+
+
+def allowed(context, rule, target):
+    """Whether the caller holds a rule, Nova's or ours; never raises."""
+    _enforcer()
+    return context.can(rule, target=target, fatal=False)
+
+
 def requested_networks(networks):
     """Nova's NetworkRequestList for a create's "networks" value, or None.
 

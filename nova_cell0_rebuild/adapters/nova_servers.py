@@ -269,15 +269,20 @@ def list_cell0_instances(context, cell0, project_id=None, marker=None,
 
     :returns: (instances, {uuid: latest fault}, {uuid: mapping}); each a
         fixed number of indexed queries, whatever the size of cell0.
+    :raises: RequestRefused(400) when *marker* is no cell0 instance, with
+        Nova's message.
     """
     filters = {'deleted': False}
     if project_id:
         filters['project_id'] = project_id
     with nova_context.target_cell(context, cell0) as cctxt:
-        instances = nova_objects.InstanceList.get_by_filters(
-            cctxt, filters, sort_keys=['created_at', 'uuid'],
-            sort_dirs=['asc', 'asc'], limit=limit, marker=marker,
-            expected_attrs=['system_metadata', 'flavor'])
+        try:
+            instances = nova_objects.InstanceList.get_by_filters(
+                cctxt, filters, sort_keys=['created_at', 'uuid'],
+                sort_dirs=['asc', 'asc'], limit=limit, marker=marker,
+                expected_attrs=['system_metadata', 'flavor'])
+        except nova_exception.MarkerNotFound as exc:
+            raise exception.RequestRefused(400, exc.format_message())
         uuids = [instance.uuid for instance in instances]
         faults = nova_objects.InstanceFaultList.get_latest_by_instance_uuids(
             cctxt, uuids) if uuids else []
@@ -286,6 +291,14 @@ def list_cell0_instances(context, cell0, project_id=None, marker=None,
     return (list(instances),
             {fault.instance_uuid: fault for fault in faults},
             {mapping.instance_uuid: mapping for mapping in mappings})
+
+
+def visible_to(context, mapping):
+    """Whether Nova shows the server to the caller (an admin, or a user of
+    its project); others get the 404 of a server that does not exist.
+    """
+    return not (nova_context.is_user_context(context) and
+                context.project_id != mapping.project_id)
 
 
 def policy_target(context, mapping):

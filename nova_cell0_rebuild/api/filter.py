@@ -27,6 +27,7 @@ from nova_cell0_rebuild._i18n import _
 from nova_cell0_rebuild.adapters import nova_api
 from nova_cell0_rebuild.adapters import nova_deleted_servers
 from nova_cell0_rebuild.adapters import nova_servers
+from nova_cell0_rebuild.api import cell0_servers
 from nova_cell0_rebuild.api import create_capture
 from nova_cell0_rebuild.api import rebuild as rebuild_flow
 from nova_cell0_rebuild.api import record_keeping
@@ -45,6 +46,8 @@ CREATE_PATH = re.compile(r'^%s/(?:servers|os-volumes_boot)$' % _PROJECT)
 ACTION_PATH = re.compile(r'^%s/servers/(?P<server_id>[^/]+)/action$'
                          % _PROJECT)
 SERVER_PATH = re.compile(r'^%s/servers/(?P<server_id>[^/]+)$' % _PROJECT)
+CELL0_SERVERS_PATH = re.compile(
+    r'^%s/os-cell0-rebuild/servers(?:/(?P<server_id>[^/]+))?/?$' % _PROJECT)
 ACTIONS_PATH = re.compile(
     r'^%s/servers/(?P<server_id>[^/]+)/os-instance-actions(?:/[^/]+)?$'
     % _PROJECT)
@@ -60,6 +63,7 @@ class Cell0RebuildFilter(object):
         self.application = application
         self.conf = conf
         self.rebuild = rebuild
+        self.cell0_servers = cell0_servers.Cell0Servers(conf, rebuild.gates)
 
     @staticmethod
     def _is_legacy_v2(req):
@@ -182,6 +186,25 @@ class Cell0RebuildFilter(object):
             LOG.exception('Could not remove the RequestSpec and group '
                           'membership of deleted server %s', server_id)
 
+    def _cell0_servers(self, req, server_id, project_id):
+        """The rebuildability API: unversioned, answered here entirely."""
+        context = req.environ.get('nova.context')
+        if context is None:
+            return req.get_response(self.application)  # Nova's 401/404
+        try:
+            if project_id and project_id != context.project_id:
+                raise exception.RequestRefused(400, _(
+                    "Malformed request URL: URL's project_id '%(url)s' "
+                    "doesn't match Context's project_id '%(context)s'") % {
+                        'url': project_id, 'context': context.project_id})
+            if server_id is None:
+                return self.cell0_servers.index(req, context)
+            return self.cell0_servers.show(req, context, server_id)
+        except exception.RequestRefused as refusal:
+            error = webob.exc.status_map[refusal.status](
+                explanation=str(refusal))
+            return nova_api.fault(req, error)
+
     @staticmethod
     def _history(req, server_id):
         """Write back a moved server's history before Nova reads it."""
@@ -199,6 +222,10 @@ class Cell0RebuildFilter(object):
     @webob.dec.wsgify
     def __call__(self, req):
         if req.method == 'GET':
+            ours = CELL0_SERVERS_PATH.match(req.path_info)
+            if ours:
+                return self._cell0_servers(req, ours.group('server_id'),
+                                           ours.group('project_id'))
             actions = ACTIONS_PATH.match(req.path_info)
             if actions:
                 self._history(req, actions.group('server_id'))
@@ -227,8 +254,10 @@ def filter_factory(global_conf, **local_conf):
     # misbehaving on the first request.
     min_version = rebuild_flow.check_min_microversion(
         conf.cell0_rebuild.min_microversion)
+    reaper_min_version = rebuild_flow.check_reaper_min_microversion(
+        conf.cell0_rebuild.reaper_min_microversion, min_version)
     rebuild = rebuild_flow.RebuildFromCell0(
-        conf, gates.load_gates(conf), min_version)
+        conf, gates.load_gates(conf), min_version, reaper_min_version)
 
     def _filter(application):
         return Cell0RebuildFilter(application, conf, rebuild)

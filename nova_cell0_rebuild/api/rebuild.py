@@ -12,10 +12,15 @@
 
 """The rebuild-from-cell0 flow: Nova's rebuild action for a cell0 server.
 
-Handled here only at a microversion of at least ``[cell0_rebuild]
-min_microversion`` and for a server mapped to cell0; everything else,
-including every refusal Nova itself would give for other servers, is left
-to Nova.
+Handled here at a microversion of at least ``[cell0_rebuild]
+min_microversion`` for a server mapped to cell0; everything else, including
+every refusal Nova itself would give for other servers, is left to Nova.
+
+The reaper path: below that threshold, from ``[cell0_rebuild]
+reaper_min_microversion``, a caller that holds the reaper rule (besides
+Nova's rebuild rule and ours) rebuilds a server in cell0 as at the
+threshold, and a server that is not in cell0 is refused with 409 instead
+of reaching Nova, so that a reaper's retry never re-images a server.
 """
 
 import dataclasses
@@ -45,6 +50,8 @@ LOG = logging.getLogger(__name__)
 #: The lowest min_microversion: below it, rebuild still takes personality.
 LOWEST_MIN_MICROVERSION = '2.57'
 
+_NOT_IN_CELL0 = _('Instance %s is not in cell0: it cannot be rebuilt from '
+                  'cell0 (it may have been rebuilt from cell0 already).')
 _IN_PROGRESS = _("Instance %s is in an invalid state for 'rebuild' from "
                  "cell0: another rebuild is in progress.")
 
@@ -87,6 +94,28 @@ def check_min_microversion(value):
     return version
 
 
+def check_reaper_min_microversion(value, min_version):
+    """Parse ``[cell0_rebuild] reaper_min_microversion``.
+
+    :param min_version: the effective min_microversion (APIVersionRequest).
+    :raises: InvalidConfiguration when out of 2.57 .. *min_version*.
+    """
+    try:
+        version = nova_api.parse(value)
+    except ValueError as exc:
+        raise exception.InvalidConfiguration(reason=_(
+            'reaper_min_microversion %(value)s is not a microversion: '
+            '%(error)s') % {'value': value, 'error': exc})
+    lowest = nova_api.parse(LOWEST_MIN_MICROVERSION)
+    if not version.matches(lowest, min_version):
+        raise exception.InvalidConfiguration(reason=_(
+            'reaper_min_microversion %(value)s is outside %(low)s .. '
+            '%(high)s, the effective min_microversion') % {
+                'value': value, 'low': LOWEST_MIN_MICROVERSION,
+                'high': min_version.get_string()})
+    return version
+
+
 def effective_min_microversion(conf):
     """``[cell0_rebuild] min_microversion`` as in force, "2.N".
 
@@ -115,15 +144,18 @@ class RebuildFromCell0(object):
 
     :param gates: the loaded GateChain.
     :param min_version: APIVersionRequest from which it applies.
+    :param reaper_min_version: APIVersionRequest from which it applies to
+        a caller that holds the reaper rule; None: the threshold.
     """
 
     #: Builds the move; tests replace it to inject faults.
     task_factory = rebuild_from_cell0.RebuildFromCell0Task
 
-    def __init__(self, conf, gates, min_version):
+    def __init__(self, conf, gates, min_version, reaper_min_version=None):
         self.conf = conf
         self.gates = gates
         self.min_version = min_version
+        self.reaper_min_version = reaper_min_version or min_version
 
     @property
     def lease_seconds(self):
@@ -134,18 +166,22 @@ class RebuildFromCell0(object):
 
         Ours: a server mapped to cell0, or one left unmapped by a move of
         ours that was interrupted (its lease expired), which is healed by
-        :meth:`handle` once the caller is authorized. Nothing is changed
-        here.
+        :meth:`handle` once the caller is authorized. On the reaper path,
+        every server Nova could rebuild (which :meth:`handle` refuses).
+        Nothing is changed here.
         """
         context = req.environ.get('nova.context')
         if body is None or version is None or context is None:
             return None
-        if version < self.min_version:
+        if version < self.reaper_min_version:
             return None
         admin = context.elevated()
         mapping = nova_servers.get_mapping(admin, server_id)
         if mapping is None:
             return None
+        if version < self.min_version:
+            reaper = self._reaper_path(context, body['rebuild'], mapping)
+            return mapping if reaper else None
         if nova_servers.is_cell0(mapping.cell_mapping):
             return mapping
         if mapping.cell_mapping is None and not mapping.queued_for_delete:
@@ -157,6 +193,28 @@ class RebuildFromCell0(object):
                 return mapping
         return None
 
+    def _reaper_path(self, context, rebuild, mapping):
+        """Whether a rebuild below the threshold takes the reaper path.
+
+        Only for a caller that holds the reaper rule and may rebuild the
+        server (Nova's rules and ours); a server being deleted is left to
+        Nova, which answers it as it answers everyone.
+        """
+        if mapping.queued_for_delete:
+            return False
+        try:
+            target = nova_servers.policy_target(context, mapping)
+        except exception.RequestRefused:
+            return False  # another project's server: Nova's 404
+        if not nova_api.allowed(
+                context, rebuild_policies.REBUILD_FROM_CELL0_REAPER, target):
+            return False
+        try:
+            self._authorize(context, rebuild, target)
+        except exception.RequestRefused:
+            return False
+        return True
+
     def handle(self, req, body, version, mapping, server_id):
         """Run the rebuild; returns Nova's 202 answer.
 
@@ -167,6 +225,12 @@ class RebuildFromCell0(object):
         # Nova's order: the body's schema, the server, then policy; and
         # nothing changes before all three passed.
         nova_api.validate_rebuild_body(req, body, version)
+        if mapping.cell_mapping is not None and not nova_servers.is_cell0(
+                mapping.cell_mapping):
+            # The reaper path: Nova would rebuild (re-image) it.
+            self._authorize(context, rebuild,
+                            nova_servers.policy_target(context, mapping))
+            raise exception.RequestRefused(409, _NOT_IN_CELL0 % server_id)
         if mapping.cell_mapping is None:
             self._authorize(context, rebuild,
                             nova_servers.policy_target(context, mapping))

@@ -51,6 +51,27 @@ Set it explicitly in production, to what your reaper sends (for example 2.65
 for CERN's Aardvark): left unset, it moves with Nova's maximum when Nova is
 upgraded, and a reaper pinned to the old maximum is then answered by Nova.
 """),
+    cfg.StrOpt(
+        'reaper_min_microversion',
+        default='2.57',
+        regex=r'^2\.(0|[1-9][0-9]*)$',
+        help="""
+The lowest compute API microversion at which a caller that holds the policy
+rule ``cell0_rebuild:servers:rebuild_from_cell0:reaper`` (by default the
+``service`` role) rebuilds a server in cell0 below ``min_microversion``.
+
+Stock clients cannot send the newest microversions (Aardvark sends 2.65,
+python-novaclient 18 at most 2.96, openstacksdk 4 at most 2.100), so a
+reaper rebuilds at the microversion its client sends, while every other
+caller below ``min_microversion`` keeps Nova's own answer. On this path a
+server that is not in cell0 (for example one a previous rebuild already
+moved out of it) is refused with 409 and never passed to Nova, so a retry
+never re-images a server that landed. The value must be between 2.57 and
+the effective ``min_microversion``; nova-api refuses to load the filter
+otherwise. Raise it to the microversion your reaper sends to keep older
+clients of the reaper role out of the path; to turn the path off, set the
+policy rule to ``!``.
+"""),
     cfg.ListOpt(
         'enabled_gates',
         default=list(GATE_NAMES),

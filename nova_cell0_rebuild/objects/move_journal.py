@@ -112,6 +112,25 @@ class MoveJournal(base.Cell0RebuildObject):
         return cls._from_db_object(context, cls(), db_journal)
 
     @staticmethod
+    def _get_all_from_db(context, instance_uuids):
+        with db_api.reader(context) as session:
+            return session.query(models.MoveJournal).filter(
+                models.MoveJournal.instance_uuid.in_(instance_uuids)).all()
+
+    @classmethod
+    def get_by_instance_uuids(cls, context, instance_uuids):
+        """The journals of servers that moved, in one query.
+
+        :returns: {instance uuid: MoveJournal}; servers that never moved
+            are not in it.
+        """
+        if not instance_uuids:
+            return {}
+        return {row.instance_uuid: cls._from_db_object(context, cls(), row)
+                for row in cls._get_all_from_db(context,
+                                                list(instance_uuids))}
+
+    @staticmethod
     def _expired(lease_seconds, now):
         """SQL criteria of a lease that expired (what lease_expired says).
 

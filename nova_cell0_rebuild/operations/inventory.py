@@ -20,6 +20,7 @@ from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild.api import record_keeping
 from nova_cell0_rebuild.gates import base as gates_base
 from nova_cell0_rebuild import objects
+from nova_cell0_rebuild.objects import move_journal
 from nova_cell0_rebuild.tasks import rebuild_from_cell0 as rebuild_task
 
 CONF = cfg.CONF
@@ -33,18 +34,22 @@ def _age(instance, now):
     return int((now - created).total_seconds())
 
 
-def _as_a_rebuild_finds_it(admin, instance, lease_seconds):
+def _as_a_rebuild_finds_it(admin, instance, lease_seconds,
+                           journal=move_journal.UNREAD):
     """The instance the gates judge, and whether a move is healed first.
 
     A move of ours that stopped after its claim (a crash, a restart)
     leaves the claim's task state on the cell0 row until its lease runs
     out; then a rebuild heals it, which releases the claim, and rebuilds.
     The listing judges such a server as that rebuild will, on a copy:
-    nothing is written. One indexed look-up, only for claimed servers.
+    nothing is written. One indexed look-up, only for claimed servers,
+    unless *journal* (the server's, or None) was read already.
     """
     if instance.task_state != rebuild_task.CLAIM:
         return instance, False
-    journal = objects.MoveJournal.get_by_instance_uuid(admin, instance.uuid)
+    if journal is move_journal.UNREAD:
+        journal = objects.MoveJournal.get_by_instance_uuid(admin,
+                                                           instance.uuid)
     if journal is None or not journal.lease_expired(lease_seconds):
         return instance, False
     released = instance.obj_clone()
@@ -52,7 +57,22 @@ def _as_a_rebuild_finds_it(admin, instance, lease_seconds):
     return released, True
 
 
-def _entry(server, verdicts, now, interrupted_move=False):
+def _isotime(when):
+    """UTC, as Nova's API writes times: 2026-01-31T12:00:00Z."""
+    return when.replace(tzinfo=None).strftime('%Y-%m-%dT%H:%M:%SZ')
+
+
+def _buried_at(server):
+    """When the server was last buried: its latest fault (the conductor
+    writes it as it buries), else its last update.
+    """
+    if server.fault is not None and server.fault.created_at:
+        return _isotime(server.fault.created_at)
+    instance = server.instance
+    return _isotime(instance.updated_at or instance.created_at)
+
+
+def _entry(server, verdicts, now, interrupted_move=False, journal=None):
     refusals = [(gate, refusal) for gate, refusal in verdicts if refusal]
     instance = server.instance
     return {
@@ -61,6 +81,8 @@ def _entry(server, verdicts, now, interrupted_move=False):
         'user_id': instance.user_id,
         'name': instance.display_name,
         'age_seconds': _age(instance, now),
+        'buried_at': _buried_at(server),
+        'rebuild_attempts': journal.attempts if journal else 0,
         'fault': server.fault.message if server.fault else None,
         'recorded': server.record is not None,
         'rebuildable': not refusals,
@@ -73,15 +95,17 @@ def _entry(server, verdicts, now, interrupted_move=False):
 
 
 def cell0_page(context, gates, project_id=None, marker=None, limit=50,
-               lease_seconds=None):
+               lease_seconds=None, judge_context=None):
     """One page of cell0 servers with every gate's verdict.
 
-    A fixed number of indexed queries a page (plus one quota count per
-    project on it, and one journal look-up per claimed server), however
-    many servers cell0 holds; no gate writes.
+    Seven indexed queries a page, plus the quota gate's reads for each
+    server on it (8 with Nova's legacy quota driver), however many servers
+    cell0 holds; no gate writes.
 
     :param lease_seconds: when a move's lease runs out (default
         ``[cell0_rebuild] move_lease_seconds``).
+    :param judge_context: the context the gates judge a rebuild of (the
+        lock gate lets an admin through); by default an admin's.
     :returns: (entries, next marker or None).
     """
     admin = context.elevated()
@@ -91,20 +115,24 @@ def cell0_page(context, gates, project_id=None, marker=None, limit=50,
     instances, faults, mappings = nova_servers.list_cell0_instances(
         admin, cell0, project_id=project_id, marker=marker, limit=limit)
     records = objects.CreateRecord.get_for_instances(admin, instances)
+    journals = objects.MoveJournal.get_by_instance_uuids(
+        admin, [instance.uuid for instance in instances])
     now = timeutils.utcnow()
     entries = []
     for instance in instances:
         mapping = mappings.get(instance.uuid)
         if mapping is None:
             continue  # not a server any more: deleted under us
-        judged, interrupted = _as_a_rebuild_finds_it(admin, instance,
-                                                     lease_seconds)
+        journal = journals.get(instance.uuid)
+        judged, interrupted = _as_a_rebuild_finds_it(
+            admin, instance, lease_seconds, journal=journal)
         server = gates_base.Cell0Server(
-            context=admin, instance=judged, mapping=mapping, cell0=cell0,
-            record=records.get(instance.uuid),
+            context=judge_context or admin, instance=judged,
+            mapping=mapping, cell0=cell0, record=records.get(instance.uuid),
             fault=faults.get(instance.uuid), read_only=True)
         entries.append(_entry(server, gates.verdicts(server, _VERDICT_BODY),
-                              now, interrupted_move=interrupted))
+                              now, interrupted_move=interrupted,
+                              journal=journal))
     next_marker = instances[-1].uuid if len(instances) == limit else None
     return entries, next_marker
 
@@ -150,23 +178,45 @@ def _fields(obj):
     return values
 
 
+def cell0_server(context, gates, mapping, judge_context=None,
+                 lease_seconds=None):
+    """One cell0 server with every gate's verdict, or None if not there.
+
+    :param mapping: the server's InstanceMapping; a server not mapped to
+        cell0 is None.
+    :param judge_context: as :func:`cell0_page`.
+    :returns: (entry, CreateRecord or None), or None.
+    """
+    if mapping is None or not nova_servers.is_cell0(mapping.cell_mapping):
+        return None
+    admin = context.elevated()
+    if lease_seconds is None:
+        lease_seconds = CONF.cell0_rebuild.move_lease_seconds
+    instance = nova_servers.get_cell0_instance(admin, mapping.cell_mapping,
+                                               mapping.instance_uuid)
+    if instance is None:
+        return None
+    journal = objects.MoveJournal.get_by_instance_uuid(admin, instance.uuid)
+    judged, interrupted = _as_a_rebuild_finds_it(admin, instance,
+                                                 lease_seconds,
+                                                 journal=journal)
+    server, _bdms = gates_base.Cell0Server.load(admin, judged, mapping,
+                                                read_only=True)
+    server.context = judge_context or admin
+    entry = _entry(server, gates.verdicts(server, _VERDICT_BODY),
+                   timeutils.utcnow(), interrupted_move=interrupted,
+                   journal=journal)
+    return entry, server.record
+
+
 def show(context, gates, instance_uuid):
     """A server's create record, move journal and, in cell0, verdicts."""
     admin = context.elevated()
     mapping = nova_servers.get_mapping(admin, instance_uuid)
     entry = None
-    if mapping is not None and nova_servers.is_cell0(mapping.cell_mapping):
-        cell0 = mapping.cell_mapping
-        instance = nova_servers.get_cell0_instance(admin, cell0,
-                                                   instance_uuid)
-        if instance is not None:
-            judged, interrupted = _as_a_rebuild_finds_it(
-                admin, instance, CONF.cell0_rebuild.move_lease_seconds)
-            server, _bdms = gates_base.Cell0Server.load(
-                admin, judged, mapping, read_only=True)
-            record = server.record
-            entry = _entry(server, gates.verdicts(server, _VERDICT_BODY),
-                           timeutils.utcnow(), interrupted_move=interrupted)
+    found = cell0_server(context, gates, mapping)
+    if found is not None:
+        entry, record = found
     if entry is None:
         record = record_keeping.record_of_server(admin, instance_uuid)
     if mapping is None:

@@ -14,10 +14,12 @@
 
 import itertools
 
+from nova_cell0_rebuild.policies import cell0_servers
 from nova_cell0_rebuild.policies import rebuild
 
 
 def list_rules():
     return itertools.chain(
         rebuild.list_rules(),
+        cell0_servers.list_rules(),
     )

@@ -18,7 +18,12 @@ REBUILD_FROM_CELL0 = 'cell0_rebuild:servers:rebuild_from_cell0'
 
 # Same audience as Nova's own os_compute_api:servers:rebuild: a member of
 # the server's project, or an admin.
+REBUILD_FROM_CELL0_REAPER = (
+    'cell0_rebuild:servers:rebuild_from_cell0:reaper')
+
 PROJECT_MEMBER_OR_ADMIN = 'rule:project_member_or_admin'
+#: Nova's alias for its service-to-service role, ``role:service``.
+SERVICE_API = 'rule:service_api'
 
 rules = [
     policy.DocumentedRuleDefault(
@@ -29,6 +34,33 @@ rules = [
             'failed to schedule, so that it is scheduled again and keeps its '
             'UUID. This is checked in addition to Nova\'s own '
             'os_compute_api:servers:rebuild rule.'),
+        operations=[{
+            'method': 'POST',
+            'path': '/servers/{server_id}/action (rebuild)',
+        }],
+        scope_types=['project']),
+    policy.DocumentedRuleDefault(
+        name=REBUILD_FROM_CELL0_REAPER,
+        check_str=SERVICE_API,
+        description=(
+            'Rebuild a server from cell0 at a microversion below '
+            '[cell0_rebuild] min_microversion, from [cell0_rebuild] '
+            'reaper_min_microversion up: the microversion a stock client '
+            'or a reaper such as Aardvark sends. Checked only for rebuild '
+            'requests below min_microversion, in addition to '
+            'os_compute_api:servers:rebuild and ' + REBUILD_FROM_CELL0 +
+            '. For a caller that holds it, a rebuild of a server that is '
+            'not in cell0 (for example one a previous rebuild already '
+            'moved out of cell0) is refused with 409 and never reaches '
+            'Nova, so a retry never re-images a server. Callers without it '
+            'get Nova\'s own answer below min_microversion. The default is '
+            'Nova\'s service role (rule:service_api, role:service). Adding '
+            'role:admin (for example "rule:service_api or '
+            'rule:context_is_admin") lets every admin rebuild from cell0 at '
+            'any microversion from reaper_min_microversion, and makes '
+            'every admin rebuild below min_microversion of a server outside '
+            'cell0 a 409 instead of Nova\'s rebuild; "!" turns the path '
+            'off.'),
         operations=[{
             'method': 'POST',
             'path': '/servers/{server_id}/action (rebuild)',

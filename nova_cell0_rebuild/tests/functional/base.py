@@ -15,6 +15,7 @@
 import datetime
 
 import fixtures as fixtures_lib
+from nova.compute import vm_states
 from nova.conductor import api as conductor_api
 from nova import context as nova_context
 from nova.db.main import api as main_db_api
@@ -27,6 +28,7 @@ from nova.tests.functional import integrated_helpers
 from nova import utils
 from oslo_config import cfg
 from oslo_utils import timeutils
+from oslo_utils import uuidutils
 import sqlalchemy as sa
 
 from nova_cell0_rebuild.db import api as db_api
@@ -140,6 +142,36 @@ class Cell0RebuildTestCase(integrated_helpers.InstanceHelperMixin,
         with utils.temporary_mutation(api, microversion=microversion):
             created = api.post_server({'server': body})
         return self._wait_for_state_change(created, 'ERROR')
+
+    def _bury_directly(self, count, project_id='p', user_id='u'):
+        """Write buried servers straight into cell0 (fast), as Nova does.
+
+        :returns: their uuids.
+        """
+        flavor = nova_objects.Flavor.get_by_flavor_id(self.admin_context,
+                                                      '1')
+        cell0 = self._cell0()
+        uuids = []
+        for _ in range(count):
+            uuid = uuidutils.generate_uuid()
+            with nova_context.target_cell(self.admin_context,
+                                          cell0) as cctxt:
+                instance = nova_objects.Instance(
+                    cctxt, uuid=uuid, project_id=project_id,
+                    user_id=user_id, vm_state=vm_states.ERROR,
+                    flavor=flavor, instance_type_id=flavor.id,
+                    reservation_id='r-x', system_metadata={})
+                instance.create()
+                nova_objects.InstanceFault(
+                    cctxt, instance_uuid=uuid, code=500,
+                    message='No valid host was found. ', details='',
+                    host=None).create()
+            nova_objects.InstanceMapping(
+                self.admin_context, instance_uuid=uuid,
+                project_id=project_id, user_id=user_id,
+                cell_mapping=cell0).create()
+            uuids.append(uuid)
+        return uuids
 
     def _set_capacity(self, available, host='host1'):
         """Start a compute or enable it (available), or disable it."""

@@ -17,13 +17,10 @@ import io
 import json
 import sys
 
-from nova.compute import vm_states
 from nova import context as nova_context
 from nova.db.api import api as api_db_api
 from nova.db.main import api as main_db_api
-from nova import objects as nova_objects
 from nova.tests.functional.api import client as api_client
-from oslo_utils import uuidutils
 import sqlalchemy as sa
 from testtools import content
 
@@ -192,27 +189,7 @@ class ListScalesTest(base.Cell0RebuildTestCase):
     """list issues as many statements a page for 10 or 1,000 servers."""
 
     def _bury(self, count):
-        """Write buried servers straight into cell0 (fast), like Nova."""
-        flavor = nova_objects.Flavor.get_by_flavor_id(self.admin_context,
-                                                      '1')
-        cell0 = self._cell0()
-        for _ in range(count):
-            uuid = uuidutils.generate_uuid()
-            with nova_context.target_cell(self.admin_context,
-                                          cell0) as cctxt:
-                instance = nova_objects.Instance(
-                    cctxt, uuid=uuid, project_id='p', user_id='u',
-                    vm_state=vm_states.ERROR, flavor=flavor,
-                    instance_type_id=flavor.id, reservation_id='r-x',
-                    system_metadata={})
-                instance.create()
-                nova_objects.InstanceFault(
-                    cctxt, instance_uuid=uuid, code=500,
-                    message='No valid host was found. ', details='',
-                    host=None).create()
-            nova_objects.InstanceMapping(
-                self.admin_context, instance_uuid=uuid, project_id='p',
-                user_id='u', cell_mapping=cell0).create()
+        self._bury_directly(count)
 
     def _statements_for_a_page(self):
         with nova_context.target_cell(self.admin_context,

@@ -141,6 +141,20 @@ class RequestCostTest(_CostTestCase):
             server['id']))
         self.assertEqual(1, len(statements), statements)
 
+    def test_rebuilds_below_the_threshold(self):
+        server = self._active_server()
+        # From reaper_min_microversion: the mapping, once, to judge whether
+        # the caller takes the reaper path (a member does not: Nova's).
+        statements = self._filter_statements(lambda: self.assertEqual(
+            202, self._rebuild(server['id'], microversion='2.65').status))
+        self.assertEqual(1, len(statements), statements)
+        self._wait_for_state_change(server, 'ACTIVE')
+        # Below it: nothing.
+        self.assertEqual([], self._filter_statements(lambda: self.assertEqual(
+            202, self._rebuild(server['id'], microversion='2.56').status)))
+        self._wait_for_state_change(server, 'ACTIVE')
+        self.assertEqual([], self.statements['background'])
+
     def test_a_single_create_costs_two_writes_and_nothing_after(self):
         statements = self._filter_statements(
             self._create_buried_server)

@@ -56,6 +56,44 @@ class TestFilterFactory(base.TestCase):
         self.assertIn('min_microversion %s is outside 2.57 .. %s'
                       % (mv.ABOVE_NOVA_MAX, mv.NOVA_MAX), str(error))
 
+    def test_reaper_floor_defaults_to_2_57(self):
+        app = cell0_filter.filter_factory({})(_nova)
+        self.assertEqual('2.57',
+                         app.rebuild.reaper_min_version.get_string())
+
+    def test_configured_reaper_floor_is_used(self):
+        self._override('min_microversion', '2.70')
+        for value in ('2.57', '2.65', '2.70'):
+            self._override('reaper_min_microversion', value)
+            app = cell0_filter.filter_factory({})(_nova)
+            self.assertEqual(value,
+                             app.rebuild.reaper_min_version.get_string())
+            self.assertEqual('2.70', app.rebuild.min_version.get_string())
+
+    def test_reaper_floor_above_the_threshold_stops_the_start(self):
+        self._override('min_microversion', '2.65')
+        self._override('reaper_min_microversion', '2.66')
+        error = self.assertRaises(exception.InvalidConfiguration,
+                                  cell0_filter.filter_factory, {})
+        self.assertIn('reaper_min_microversion 2.66 is outside 2.57 .. '
+                      '2.65, the effective min_microversion', str(error))
+
+    def test_reaper_floor_above_the_default_threshold_stops_the_start(self):
+        self._override('reaper_min_microversion', mv.ABOVE_NOVA_MAX)
+        error = self.assertRaises(exception.InvalidConfiguration,
+                                  cell0_filter.filter_factory, {})
+        self.assertIn('reaper_min_microversion %s is outside 2.57 .. %s'
+                      % (mv.ABOVE_NOVA_MAX, mv.NOVA_MAX), str(error))
+
+    def test_reaper_floor_below_2_57_stops_the_start(self):
+        for value in ('2.56', '2.1'):
+            self._override('reaper_min_microversion', value)
+            error = self.assertRaises(exception.InvalidConfiguration,
+                                      cell0_filter.filter_factory, {})
+            self.assertIn('reaper_min_microversion %s is outside 2.57 .. '
+                          % value + mv.NOVA_MAX, str(error))
+            self.assertIn('[cell0_rebuild]', str(error))
+
     def test_unknown_gate_stops_the_start(self):
         self._override('enabled_gates', ['state', 'lock', 'typo'])
         error = self.assertRaises(exception.GateLoadError,

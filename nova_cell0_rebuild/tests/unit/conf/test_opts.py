@@ -33,6 +33,7 @@ class TestOptions(base.BaseTestCase):
     def test_defaults(self):
         group = self.conf.cell0_rebuild
         self.assertIsNone(group.min_microversion)
+        self.assertEqual('2.57', group.reaper_min_microversion)
         self.assertEqual(['state', 'lock', 'fault', 'record', 'personality',
                           'quota'], group.enabled_gates)
         self.assertFalse(group.allow_unrecorded)
@@ -49,6 +50,12 @@ class TestOptions(base.BaseTestCase):
                               'min_microversion', value,
                               group='cell0_rebuild')
 
+    def test_reaper_min_microversion_must_look_like_one(self):
+        for value in ('2.065', 'latest', '3', ''):
+            self.assertRaises(ValueError, self.conf.set_override,
+                              'reaper_min_microversion', value,
+                              group='cell0_rebuild')
+
     def test_move_lease_is_bounded(self):
         for value in (9, 86401):
             self.assertRaises(ValueError, self.conf.set_override,
@@ -61,9 +68,9 @@ class TestOptions(base.BaseTestCase):
                          [group.name for group, _ in listed])
         group, options = listed[0]
         self.assertEqual(
-            {'min_microversion', 'enabled_gates', 'allow_unrecorded',
-             'move_lease_seconds', 'connection', 'notification_retries',
-             'notification_timeout'},
+            {'min_microversion', 'reaper_min_microversion', 'enabled_gates',
+             'allow_unrecorded', 'move_lease_seconds', 'connection',
+             'notification_retries', 'notification_timeout'},
             {opt.name for opt in options})
         self.assertTrue(all(opt.help.strip() for opt in options))
 

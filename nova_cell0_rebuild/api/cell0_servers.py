@@ -1,0 +1,171 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The rebuildability API: which buried servers a rebuild would accept.
+
+``GET /os-cell0-rebuild/servers`` and ``GET
+/os-cell0-rebuild/servers/{server_id}``, read-only and unversioned (no
+microversion applies: the resource is the plugin's). Each server comes with
+the verdict a rebuild from cell0 by the caller would get now, from the same
+gates, so a reaper frees room only for servers that will be accepted.
+"""
+
+from urllib import parse
+
+from oslo_serialization import jsonutils
+from oslo_utils import strutils
+from oslo_utils import uuidutils
+import webob
+
+from nova_cell0_rebuild._i18n import _
+from nova_cell0_rebuild.adapters import nova_api
+from nova_cell0_rebuild.adapters import nova_servers
+from nova_cell0_rebuild import exception
+from nova_cell0_rebuild.operations import inventory
+from nova_cell0_rebuild.policies import cell0_servers as policies
+
+#: The fields of a server in the answer, in the entries' names.
+_FIELDS = ('name', 'project_id', 'user_id', 'rebuildable', 'refused_by',
+           'reason', 'buried_at', 'rebuild_attempts', 'interrupted_move')
+_LIST_PARAMETERS = frozenset(('limit', 'marker', 'all_projects',
+                              'project_id'))
+_NOT_FOUND = _('No server %s is buried in cell0.')
+
+
+def _view(entry):
+    server = {'id': entry['uuid']}
+    server.update((key, entry[key]) for key in _FIELDS)
+    return server
+
+
+def _json(body):
+    return webob.Response(
+        body=jsonutils.dump_as_bytes(body), status=200,
+        content_type='application/json', charset='UTF-8')
+
+
+def _invalid(name, value, why):
+    return exception.RequestRefused(400, _(
+        'Invalid input for query parameters %(name)s. Value: %(value)s. '
+        '%(why)s') % {'name': name, 'value': value, 'why': why})
+
+
+def _check_parameters(req, allowed):
+    """Refuse what a Nova query schema refuses: unknown parameters."""
+    unknown = sorted(set(req.GET) - allowed)
+    if unknown:
+        raise _invalid(unknown[0], req.GET[unknown[0]], _(
+            'Additional properties are not allowed (%s unexpected)')
+            % ', '.join("'%s'" % name for name in unknown))
+
+
+def _limit(req):
+    """The page size: ``limit`` capped at Nova's ``[api] max_limit``."""
+    most = nova_api.max_limit()
+    value = req.GET.get('limit')
+    if value is None:
+        return most
+    if not value.isdigit():
+        raise _invalid('limit', value,
+                       _('limit must be a non-negative integer.'))
+    return min(int(value), most)
+
+
+def _all_projects(req):
+    value = req.GET.get('all_projects')
+    if value is None:
+        return False
+    if value == '':
+        return True  # "?all_projects" alone, as Nova's all_tenants
+    try:
+        return strutils.bool_from_string(value, strict=True)
+    except ValueError:
+        raise _invalid('all_projects', value,
+                       _('all_projects must be a boolean.'))
+
+
+class Cell0Servers(object):
+    """Answers the rebuildability API's GETs.
+
+    :param gates: the loaded GateChain, the one rebuilds run.
+    """
+
+    def __init__(self, conf, gates):
+        self.conf = conf
+        self.gates = gates
+
+    @property
+    def lease_seconds(self):
+        return self.conf.cell0_rebuild.move_lease_seconds
+
+    def index(self, req, context):
+        """One page of the buried servers the caller may see.
+
+        :raises: RequestRefused (400 bad query, 403 policy).
+        """
+        _check_parameters(req, _LIST_PARAMETERS)
+        limit = _limit(req)
+        all_projects = _all_projects(req)
+        marker = req.GET.get('marker')
+        project_id = req.GET.get('project_id')
+        own = {'project_id': context.project_id,
+               'user_id': context.user_id}
+        nova_api.authorize(context, policies.LIST, own)
+        if all_projects or (project_id is not None and
+                            project_id != context.project_id):
+            nova_api.authorize(context, policies.LIST_ALL_PROJECTS, own)
+        elif project_id is None:
+            project_id = context.project_id
+        if limit == 0:
+            entries, next_marker = [], None
+        else:
+            entries, next_marker = inventory.cell0_page(
+                context, self.gates, project_id=project_id, marker=marker,
+                limit=limit, lease_seconds=self.lease_seconds,
+                judge_context=context)
+        body = {'cell0_servers': [_view(entry) for entry in entries]}
+        if next_marker is not None:
+            body['cell0_servers_links'] = [{
+                'rel': 'next', 'href': self._next_href(req, next_marker)}]
+        return _json(body)
+
+    @staticmethod
+    def _next_href(req, marker):
+        query = [(key, value) for key, value in req.GET.items()
+                 if key != 'marker']
+        query.append(('marker', marker))
+        return '%s?%s' % (req.path_url, parse.urlencode(query))
+
+    def show(self, req, context, server_id):
+        """One buried server the caller may see.
+
+        :raises: RequestRefused (400 bad query, 403 policy, 404 for a
+            server that is not in cell0, unknown or of another project:
+            the same answer, so that nothing leaks).
+        """
+        _check_parameters(req, frozenset())
+        not_found = exception.RequestRefused(404, _NOT_FOUND % server_id)
+        if not uuidutils.is_uuid_like(server_id):
+            raise not_found
+        mapping = nova_servers.get_mapping(context.elevated(), server_id)
+        if (mapping is None or mapping.queued_for_delete or
+                not nova_servers.visible_to(context, mapping)):
+            raise not_found
+        nova_api.authorize(context, policies.SHOW,
+                           {'project_id': mapping.project_id,
+                            'user_id': mapping.user_id})
+        found = inventory.cell0_server(
+            context, self.gates, mapping, judge_context=context,
+            lease_seconds=self.lease_seconds)
+        if found is None:
+            raise not_found
+        return _json({'cell0_server': _view(found[0])})
