@@ -22,8 +22,9 @@ REBUILD_FROM_CELL0_REAPER = (
     'cell0_rebuild:servers:rebuild_from_cell0:reaper')
 
 PROJECT_MEMBER_OR_ADMIN = 'rule:project_member_or_admin'
-#: Nova's alias for its service-to-service role, ``role:service``.
-SERVICE_API = 'rule:service_api'
+#: Nova's service-to-service role. Nova 32 and newer also call it
+#: rule:service_api; older releases have no such rule, so the role itself.
+SERVICE_ROLE = 'role:service'
 
 rules = [
     policy.DocumentedRuleDefault(
@@ -41,7 +42,7 @@ rules = [
         scope_types=['project']),
     policy.DocumentedRuleDefault(
         name=REBUILD_FROM_CELL0_REAPER,
-        check_str=SERVICE_API,
+        check_str=SERVICE_ROLE,
         description=(
             'Rebuild a server from cell0 at a microversion below '
             '[cell0_rebuild] min_microversion, from [cell0_rebuild] '
@@ -54,9 +55,9 @@ rules = [
             'moved out of cell0) is refused with 409 and never reaches '
             'Nova, so a retry never re-images a server. Callers without it '
             'get Nova\'s own answer below min_microversion. The default is '
-            'Nova\'s service role (rule:service_api, role:service). Adding '
-            'role:admin (for example "rule:service_api or '
-            'rule:context_is_admin") lets every admin rebuild from cell0 at '
+            'Nova\'s service role (role:service). Adding admins (for '
+            'example "role:service or rule:context_is_admin") lets every '
+            'admin rebuild from cell0 at '
             'any microversion from reaper_min_microversion, and makes '
             'every admin rebuild below min_microversion of a server outside '
             'cell0 a 409 instead of Nova\'s rebuild; "!" turns the path '

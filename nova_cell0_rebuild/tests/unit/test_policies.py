@@ -46,13 +46,10 @@ class TestPolicies(base.BaseTestCase):
         self.assertEqual(nova_rule.check_str, ours.check_str)
 
     def test_reaper_rule_is_novas_service_role(self):
-        from nova.policies import base as nova_base_policies
+        # The role itself: Nova 31 and older have no rule:service_api.
         ours = {rule.name: rule for rule in policies.list_rules()}[
             'cell0_rebuild:servers:rebuild_from_cell0:reaper']
-        self.assertEqual('rule:service_api', ours.check_str)
-        novas = {rule.name: rule.check_str
-                 for rule in nova_base_policies.list_rules()}
-        self.assertEqual('role:service', novas['service_api'])
+        self.assertEqual('role:service', ours.check_str)
 
     def test_rebuildability_api_reads_as_novas_server_reads(self):
         from nova.policies import servers as nova_servers_policies
