@@ -20,6 +20,7 @@ from nova.conductor import api as conductor_api
 from nova import context as nova_context
 from nova.db.main import api as main_db_api
 from nova import objects as nova_objects
+from nova import policy as nova_policy
 from nova import test
 from nova.tests import fixtures as nova_fixtures
 from nova.tests.functional.api import client as api_client
@@ -75,6 +76,17 @@ class Cell0RebuildTestCase(integrated_helpers.InstanceHelperMixin,
         self.start_service('scheduler')
         self.start_service('conductor')
         self.admin_context = nova_context.get_admin_context()
+
+    def _enforce_new_policy_defaults(self):
+        """Check policies with Nova's new defaults, as clouds do.
+
+        The placement fixture turns oslo.policy's enforce_new_defaults off
+        on options it shares with Nova, so that a reader could rebuild;
+        readers, members and reapers are only told apart with it on.
+        """
+        self.flags(enforce_new_defaults=True, group='oslo_policy')
+        nova_policy.reset()
+        nova_policy.init()
 
     def _client(self, user, project, roles):
         """An API client for *user* of *project* with Keystone's *roles*."""

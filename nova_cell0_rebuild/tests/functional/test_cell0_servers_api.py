@@ -21,7 +21,6 @@ import re
 import sys
 from urllib import parse
 
-from nova import policy as nova_policy
 from oslo_serialization import jsonutils
 from oslo_utils import uuidutils
 import sqlalchemy as sa
@@ -69,9 +68,7 @@ class _ApiTestCase(base.Cell0RebuildTestCase):
 
     def setUp(self):
         super().setUp()
-        self.flags(enforce_new_defaults=True, group='oslo_policy')
-        nova_policy.reset()
-        nova_policy.init()
+        self._enforce_new_policy_defaults()
         owner = self.api.project_id
         self.member = self._client('fake', owner, ['member', 'reader'])
         self.reader = self._client('reader', owner, ['reader'])

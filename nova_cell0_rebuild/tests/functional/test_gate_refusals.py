@@ -20,7 +20,6 @@ import eventlet
 from nova import context as nova_context
 from nova.limit import local as local_limit
 from nova import objects as nova_objects
-from nova import policy as nova_policy
 from nova.tests import fixtures as nova_fixtures
 from nova.tests.functional.api import client as api_client
 from oslo_limit import fixture as limit_fixture
@@ -188,9 +187,7 @@ class RequestRefusalTest(_RefusalTestCase):
         super().setUp()
         # PlacementFixture turned the new defaults off (harness-notes.md),
         # and rules are resolved when loaded: reload them with them on.
-        self.flags(enforce_new_defaults=True, group='oslo_policy')
-        nova_policy.reset()
-        nova_policy.init()
+        self._enforce_new_policy_defaults()
 
     def _client(self, user, project, roles):
         return api_client.TestOpenStackClient(

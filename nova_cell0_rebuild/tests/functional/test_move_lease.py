@@ -23,7 +23,6 @@
 
 import eventlet
 from eventlet import event
-from nova import policy as nova_policy
 
 from nova_cell0_rebuild.adapters import nova_create_pipeline as pipeline
 from nova_cell0_rebuild.db import api as db_api
@@ -249,9 +248,7 @@ class HealNeedsAuthorizationTest(_LeaseTestBase):
 
     def setUp(self):
         super().setUp()
-        self.flags(enforce_new_defaults=True, group='oslo_policy')
-        nova_policy.reset()
-        nova_policy.init()
+        self._enforce_new_policy_defaults()
 
     def _interrupted(self):
         """A server whose move died after removing its cell0 rows."""

@@ -28,7 +28,6 @@ and a reaper rebuilds servers of every project, as Aardvark does.
 
 import re
 
-from nova import policy as nova_policy
 
 from nova_cell0_rebuild.tests.functional import base
 
@@ -56,9 +55,7 @@ class ReaperPathTest(base.Cell0RebuildTestCase):
 
     def setUp(self):
         super().setUp()
-        self.flags(enforce_new_defaults=True, group='oslo_policy')
-        nova_policy.reset()
-        nova_policy.init()
+        self._enforce_new_policy_defaults()
         owner = self.api.project_id
         self.reaper = _reaper_client(self)
         self.member = self._client('fake', owner, ['member', 'reader'])
@@ -185,9 +182,7 @@ class ReaperFloorTest(base.Cell0RebuildTestCase):
     cell0_rebuild_conf = {'reaper_min_microversion': '2.66'}
 
     def test_reaper_below_the_configured_floor_gets_novas_answer(self):
-        self.flags(enforce_new_defaults=True, group='oslo_policy')
-        nova_policy.reset()
-        nova_policy.init()
+        self._enforce_new_policy_defaults()
         reaper = _reaper_client(self)
         server = self._create_buried_server()
         resp = self._rebuild(server['id'], microversion=REAPER_VERSION,

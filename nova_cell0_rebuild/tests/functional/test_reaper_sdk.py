@@ -20,7 +20,6 @@ retry after the server landed is a ConflictException, not a re-image.
 import fixtures
 from keystoneauth1 import noauth
 from keystoneauth1 import session as ks_session
-from nova import policy as nova_policy
 import openstack
 from openstack import exceptions as sdk_exceptions
 
@@ -31,9 +30,7 @@ class ReaperWithOpenstackSdkTest(base.Cell0RebuildTestCase):
 
     def setUp(self):
         super().setUp()
-        self.flags(enforce_new_defaults=True, group='oslo_policy')
-        nova_policy.reset()
-        nova_policy.init()
+        self._enforce_new_policy_defaults()
         # Nova's harness reads the caller from these headers (no Keystone).
         session = ks_session.Session(
             auth=noauth.NoAuth(), additional_headers={
