@@ -43,8 +43,19 @@ class ParseBindTest(testtools.TestCase):
 
 class ListenTest(testtools.TestCase):
 
+    def setUp(self):
+        super().setUp()
+        self.holders = []
+
     def _holder(self, share):
+        """A listening socket, kept open until the test ends.
+
+        Kept referenced: once the tests have imported Nova 31 or older,
+        eventlet has patched socket, and a green socket closes when it is
+        collected, however its close method is held.
+        """
         holder = socket.socket()
+        self.holders.append(holder)
         self.addCleanup(holder.close)
         holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         if share:
