@@ -384,11 +384,15 @@ def rebuild_as_admin(context, conf, server_id, image_ref=None):
     :param image_ref: the image to build from; by default the server's own
         (its volume's for a volume-backed server).
     :returns: the PreparedRebuild.
-    :raises: RequestRefused, as the API would answer it.
+    :raises: RequestRefused, as the API would answer it: 404 for a server
+        that does not exist or was deleted, 409 for one not in cell0.
     """
     admin = context.elevated()
     mapping = nova_servers.get_mapping(admin, server_id)
-    if mapping is None or not nova_servers.is_cell0(mapping.cell_mapping):
+    if mapping is None or mapping.queued_for_delete:
+        raise exception.RequestRefused(404, _(
+            'Instance %s could not be found.') % server_id)
+    if not nova_servers.is_cell0(mapping.cell_mapping):
         raise exception.RequestRefused(409, _(
             'Instance %s is not in cell0.') % server_id)
     instance = nova_compute.get_server_in_cell(admin, mapping)

@@ -15,25 +15,33 @@
 Reads the same configuration files as nova-manage (``--config-file``,
 ``--config-dir``; default ``/etc/nova/nova.conf``).
 
-Exit codes: 0 success; 1 error (printed as one line on stderr); 2 usage;
-3 something needs an operator's attention (``heal`` left a move alone,
-``rebuild`` was refused: the refusal is printed).
+Exit codes: 0 success; 1 error (printed as one line on stderr, an
+unreadable configuration file among them); 2 usage (a malformed server UUID
+or ``--before`` value, a missing configuration file); 3 something needs an
+operator's attention (``heal`` left a move alone, ``rebuild`` was refused:
+the refusal is printed); 4 the server is not found (``show``: nothing of it
+is known, ``rebuild``: it does not exist or was deleted).
 """
 
 import datetime
 import json
 import logging as std_logging
+import re
 import sys
+import uuid as uuid_lib
+import warnings
 
+from dateutil import parser as date_parser
 from oslo_config import cfg
 from oslo_log import log as logging
 from oslo_utils import timeutils
+from oslo_utils import uuidutils
 import prettytable
 
-from nova_cell0_rebuild.adapters import nova_config
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild.adapters import nova_service_context
 from nova_cell0_rebuild.api import rebuild as rebuild_flow
+from nova_cell0_rebuild.cmd import startup
 from nova_cell0_rebuild import conf as plugin_conf
 from nova_cell0_rebuild.db import migration
 from nova_cell0_rebuild import exception
@@ -48,7 +56,17 @@ LOG = logging.getLogger(__name__)
 
 PROG = 'nova-cell0-rebuild-manage'
 
-SUCCESS, ERROR, USAGE, ATTENTION = 0, 1, 2, 3
+SUCCESS, ERROR, USAGE, ATTENTION, NOT_FOUND = 0, 1, 2, 3, 4
+
+#: What ``purge --before`` accepts, for its help and its error.
+BEFORE_FORMS = ('an age back from now (7d, 12h, 30m, 90s, 2w) or a date '
+                'and time as nova-manage db purge --before takes it '
+                '(2026-03-01, "2026-03-01 12:00:00", ISO 8601 such as '
+                '2026-03-01T12:00:00+01:00, or what "date -u" prints); UTC '
+                'unless it names a zone')
+_AGE = re.compile(r'^\s*(\d+)\s*([smhdw])\s*$')
+_AGE_UNITS = {'s': 'seconds', 'm': 'minutes', 'h': 'hours', 'd': 'days',
+              'w': 'weeks'}
 
 
 def args(*arg_list, **kwargs):
@@ -66,6 +84,42 @@ def _rebuildable(entry):
     if not entry['rebuildable']:
         return 'no'
     return 'yes (heals first)' if entry['interrupted_move'] else 'yes'
+
+
+def before_cutoff(value, now=None):
+    """The time a ``purge --before`` value names, in UTC without a zone.
+
+    :param value: an age (``7d``) or a date and time, see BEFORE_FORMS.
+    :param now: the time an age counts back from (default: now, UTC).
+    :returns: a naive UTC datetime, as the databases keep them.
+    :raises: ValueError, one line saying what is accepted.
+    """
+    now = now or timeutils.utcnow()
+    age = _AGE.match(value)
+    try:
+        if age:
+            return now - datetime.timedelta(
+                **{_AGE_UNITS[age.group(2)]: int(age.group(1))})
+        with warnings.catch_warnings():
+            # An unknown zone name (CET, say) would be silently dropped.
+            warnings.simplefilter('error', date_parser.UnknownTimezoneWarning)
+            return timeutils.normalize_time(date_parser.parse(value))
+    except (ValueError, OverflowError, date_parser.UnknownTimezoneWarning):
+        raise ValueError('invalid --before %r: give %s'
+                         % (value, BEFORE_FORMS))
+
+
+def _server_uuid(value):
+    """A server UUID in Nova's form, or None if value is not one."""
+    if not uuidutils.is_uuid_like(value):
+        return None
+    return str(uuid_lib.UUID(value))
+
+
+def _fail(code, message):
+    """Print one error line on stderr; return the exit code."""
+    print('%s: error: %s' % (PROG, message), file=sys.stderr)
+    return code
 
 
 def _table(columns, rows):
@@ -175,9 +229,21 @@ class Cell0Commands(object):
 
     @args('uuid', metavar='<server uuid>')
     def show(self, uuid):
-        """Show a server's create record, move journal and gate verdicts."""
+        """Show a server's create record, move journal and gate verdicts.
+
+        Exits with 4 when nothing of the server is known: no instance
+        mapping, create record or move journal names it.
+        """
+        server_uuid = _server_uuid(uuid)
+        if server_uuid is None:
+            return _fail(USAGE, '%r is not a server UUID' % uuid)
         details = inventory.show(self.context,
-                                 gates_loader.load_gates(CONF), uuid)
+                                 gates_loader.load_gates(CONF), server_uuid)
+        if not any(details[key] for key in ('mapped_to', 'cell0',
+                                            'create_record', 'move_journal')):
+            return _fail(NOT_FOUND, 'server %s not found: no instance '
+                         'mapping, create record or move journal names it'
+                         % server_uuid)
         self._print(json.dumps(details, indent=2, sort_keys=True))
         return SUCCESS
 
@@ -207,13 +273,20 @@ class Cell0Commands(object):
         """Rebuild a server from cell0, as the API does, as a service user.
 
         The user is that of [cell0_rebuild_client], or Nova's
-        [service_user] when that section sets no auth_type.
+        [service_user] when that section sets no auth_type. Exits with 4
+        when the server does not exist or was deleted.
         """
+        server_uuid = _server_uuid(uuid)
+        if server_uuid is None:
+            return _fail(USAGE, '%r is not a server UUID' % uuid)
+        uuid = server_uuid
         context = self._service_context()
         try:
             prepared = rebuild_flow.rebuild_as_admin(context, CONF,
                                                      uuid, image_ref=image)
         except exception.RequestRefused as refusal:
+            if refusal.status == 404:
+                return _fail(NOT_FOUND, 'server %s not found' % uuid)
             self._print('Refused (%d): %s' % (refusal.status, refusal))
             return ATTENTION
         self._print('Server %s handed back to the conductor with image %s; '
@@ -221,9 +294,9 @@ class Cell0Commands(object):
                     % (uuid, prepared.image_id, uuid))
         return SUCCESS
 
-    @args('--before', metavar='<YYYY-MM-DD[THH:MM:SS]>',
-          help='Only rows last changed before this UTC time (default: '
-               'now).')
+    @args('--before', metavar='<age or date>',
+          help='Only rows last changed before this time (default: now): '
+               + BEFORE_FORMS + '.')
     @args('--dry-run', action='store_true',
           help='Only print what would be deleted.')
     def purge(self, before=None, dry_run=False):
@@ -233,8 +306,10 @@ class Cell0Commands(object):
         not deleted. Run it periodically (e.g. daily from cron): nothing
         else deletes the record of a server that landed in a real cell.
         """
-        cutoff = (datetime.datetime.fromisoformat(before) if before
-                  else timeutils.utcnow())
+        try:
+            cutoff = before_cutoff(before) if before else timeutils.utcnow()
+        except ValueError as exc:
+            return _fail(USAGE, exc)
         result = purge_ops.purge(self.context, before=cutoff,
                                  dry_run=dry_run)
         verb = 'Would delete' if dry_run else 'Deleted'
@@ -302,6 +377,11 @@ category_opt = cfg.SubCommandOpt(
     handler=_add_command_parsers)
 
 
+def _command_words():
+    """The words that start a command: ``db``, ``list``, ``show``..."""
+    return set(CATEGORIES) | {name for name, _ in _public_methods(COMMANDS)}
+
+
 def _action_kwargs():
     return {name: getattr(CONF.category, 'action_kwarg_' + name)
             for name in CONF.category.action_kwargs}
@@ -337,10 +417,9 @@ def main(argv=None):
     CONF.register_cli_opt(category_opt)
     plugin_conf.register_opts(CONF)
     try:
-        nova_config.parse_args(argv, prog=PROG)
-    except cfg.ConfigFilesNotFoundError as exc:
-        print('%s: %s' % (PROG, exc), file=sys.stderr)
-        return USAGE
+        startup.parse_args(argv, PROG, _command_words())
+    except startup.ConfigurationError as exc:
+        return _fail(USAGE if exc.missing else ERROR, exc)
     log_target = _setup_logging()
     nova_servers.register_nova_objects()
     objects.register_all()
@@ -350,7 +429,7 @@ def main(argv=None):
         return getattr(command, CONF.category.action_fn)(**_action_kwargs())
     except Exception as exc:
         # One line an operator can read; the traceback goes to the log.
-        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        reason = startup.one_line(exc)
         if log_target:
             LOG.exception('%s failed', ' '.join(
                 filter(None, (category, CONF.category.action_fn))))

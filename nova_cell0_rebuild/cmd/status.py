@@ -15,7 +15,9 @@
 ``nova-cell0-rebuild-status upgrade check [--json]`` works as
 ``nova-status upgrade check``: it reads Nova's configuration files and
 exits with 0 when every check succeeds, 1 when one warns, 2 when one fails
-and 255 when a check could not run.
+and 255 when a check could not run, or the configuration files cannot be
+read (one line on stderr names the file). ``--version`` prints the version
+of nova-cell0-rebuild.
 """
 
 import sys
@@ -27,10 +29,10 @@ import sqlalchemy as sa
 
 from nova_cell0_rebuild._i18n import _
 from nova_cell0_rebuild.adapters import nova_cell0_listing
-from nova_cell0_rebuild.adapters import nova_config
 from nova_cell0_rebuild.adapters import nova_paste
 from nova_cell0_rebuild.api import pipeline_position as position
 from nova_cell0_rebuild.api import rebuild as rebuild_flow
+from nova_cell0_rebuild.cmd import startup
 from nova_cell0_rebuild import conf as plugin_conf
 from nova_cell0_rebuild.conf import cell0_rebuild as cell0_rebuild_conf
 from nova_cell0_rebuild.db import migration
@@ -215,9 +217,10 @@ def main(argv=None):
     plugin_conf.register_opts(CONF)
     upgradecheck.register_cli_options(CONF, UpgradeCommands())
     try:
-        nova_config.parse_args(argv, prog=PROG)
-    except cfg.ConfigFilesNotFoundError as exc:
-        print('%s: %s' % (PROG, exc), file=sys.stderr)
+        startup.parse_args(argv, PROG, {'upgrade'})
+    except startup.ConfigurationError as exc:
+        # What upgradecheck answers for a check that could not run.
+        print('%s: error: %s' % (PROG, exc), file=sys.stderr)
         return 255
     # What upgradecheck.main() does once it has parsed the configuration:
     # check() reads --json from it.

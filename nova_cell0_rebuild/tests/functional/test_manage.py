@@ -17,10 +17,12 @@ import io
 import json
 import sys
 
+import fixtures
 from nova import context as nova_context
 from nova.db.api import api as api_db_api
 from nova.db.main import api as main_db_api
 from nova.tests.functional.api import client as api_client
+from oslo_utils import uuidutils
 import sqlalchemy as sa
 from testtools import content
 
@@ -41,6 +43,12 @@ class ManageTest(test_move_faults.MoveChecks, base.Cell0RebuildTestCase):
         code = getattr(manage.Cell0Commands(self.admin_context, out),
                        command)(**kwargs)
         return code, out.getvalue()
+
+    def _manage_with_stderr(self, command, **kwargs):
+        err = self.useFixture(fixtures.MonkeyPatch('sys.stderr',
+                                                   io.StringIO())).new_value
+        code, out = self._manage(command, **kwargs)
+        return code, out, err.getvalue()
 
     def _other_project_api(self):
         return api_client.TestOpenStackClient(
@@ -183,6 +191,25 @@ class ManageTest(test_move_faults.MoveChecks, base.Cell0RebuildTestCase):
         code, out = self._manage('rebuild', uuid=ok['id'])
         self.assertEqual(manage.ATTENTION, code)
         self.assertIn('not in cell0', out)
+
+    def test_an_unknown_server_is_not_found(self):
+        unknown = uuidutils.generate_uuid()
+        for command in ('rebuild', 'show'):
+            code, out, err = self._manage_with_stderr(command, uuid=unknown)
+            self.assertEqual(4, code, (command, out, err))
+            self.assertEqual('', out, command)
+            self.assertEqual(1, len(err.strip().splitlines()), err)
+            self.assertIn('%s not found' % unknown, err)
+            self.assertNotIn('not in cell0', err)
+
+    def test_a_deleted_server_is_not_found_by_rebuild(self):
+        server = self._create_buried_server()
+        self.api.delete_server(server['id'])
+        self._wait_until_deleted(server)
+        code, out, err = self._manage_with_stderr('rebuild',
+                                                  uuid=server['id'])
+        self.assertEqual(4, code, (out, err))
+        self.assertIn('%s not found' % server['id'], err)
 
 
 class ListScalesTest(base.Cell0RebuildTestCase):

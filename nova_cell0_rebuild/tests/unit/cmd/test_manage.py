@@ -12,6 +12,7 @@
 
 """nova-cell0-rebuild-manage, run as an operator runs it."""
 
+import datetime
 import os
 import socket
 import subprocess
@@ -19,8 +20,12 @@ import sys
 
 import fixtures
 from oslotest import base
+import pbr.version
+import sqlalchemy as sa
 
+from nova_cell0_rebuild.cmd import manage
 from nova_cell0_rebuild.db import migration
+from nova_cell0_rebuild.tests.unit.cmd import test_status
 
 SERVER = '8c2f0a4e-3b1d-4f5a-9e6c-7d8b9a0c1e2f'
 
@@ -36,17 +41,73 @@ class TestManage(base.BaseTestCase):
             conf.write('[cell0_rebuild]\nconnection = sqlite:///%s\n'
                        % self.db)
 
-    def _manage(self, *args):
+    def _manage(self, *args, config=True):
         # As an operator runs it: without the test env's warning settings.
         env = {key: value for key, value in os.environ.items()
                if key != 'PYTHONWARNINGS'}
         proc = subprocess.run(
             [sys.executable, '-c',
              'import sys; from nova_cell0_rebuild.cmd import manage; '
-             'sys.exit(manage.main())',
-             '--config-file', self.config] + list(args),
+             'sys.exit(manage.main())'] +
+            (['--config-file', self.config] if config else []) + list(args),
             capture_output=True, text=True, timeout=120, env=env)
         return proc.returncode, proc.stdout, proc.stderr
+
+    def _with_nova_databases(self):
+        """Nova's API database (cell0 mapped) and cell0, in SQLite."""
+        api_url, cell0_url = test_status._nova_databases(self.tmp)
+        with open(self.config, 'a') as conf:
+            conf.write('[api_database]\nconnection = %s\n'
+                       '[database]\nconnection = %s\n' % (api_url, cell0_url))
+        migration.db_sync(sa.create_engine('sqlite:///%s' % self.db))
+
+    def test_version_is_ours(self):
+        ours = pbr.version.VersionInfo('nova-cell0-rebuild').version_string()
+        nova = pbr.version.VersionInfo('nova').version_string()
+        self.assertNotEqual(ours, nova)
+        code, out, err = self._manage('--version', config=False)
+        self.assertEqual((0, ours + '\n'), (code, out), err)
+        # Anywhere before the command, as argparse reads it.
+        self.assertEqual((0, ours + '\n'), self._manage('--version')[:2])
+
+    def test_unparseable_configuration_file(self):
+        for text in ('[DEFAULT\ndebug = true\n', 'just some garbage\n'):
+            with open(self.config, 'w') as conf:
+                conf.write(text)
+            code, out, err = self._manage('list')
+            self.assertEqual(1, code, err)
+            self.assertEqual(1, len(err.strip().splitlines()), err)
+            self.assertIn('nova-cell0-rebuild-manage: error:', err)
+            self.assertIn(self.config, err)
+            self.assertEqual('', out)
+
+    def test_malformed_uuid_is_a_usage_error(self):
+        for command in ('show', 'rebuild'):
+            code, out, err = self._manage(command, 'not-a-uuid')
+            self.assertEqual(2, code, err)
+            self.assertEqual(1, len(err.strip().splitlines()), err)
+            self.assertIn("'not-a-uuid' is not a server UUID", err)
+            self.assertEqual('', out)
+
+    def test_show_of_an_unknown_server_is_not_found(self):
+        self._with_nova_databases()
+        code, out, err = self._manage('show', SERVER)
+        self.assertEqual(4, code, err)
+        self.assertEqual(1, len(err.strip().splitlines()), err)
+        self.assertIn('%s not found' % SERVER, err)
+        self.assertEqual('', out)
+
+    def test_purge_before(self):
+        self._with_nova_databases()
+        code, out, err = self._manage('purge', '--before', '7d',
+                                      '--dry-run')
+        self.assertEqual(0, code, err)
+        self.assertIn('Would delete 0 create records', out)
+        code, out, err = self._manage('purge', '--before', 'yesterday')
+        self.assertEqual(2, code, err)
+        self.assertEqual(1, len(err.strip().splitlines()), err)
+        self.assertIn("invalid --before 'yesterday': give an age", err)
+        self.assertEqual('', out)
 
     def test_db_version_sync_version(self):
         self.assertEqual((0, 'None\n'), self._manage('db', 'version')[:2])
@@ -121,3 +182,42 @@ class TestManage(base.BaseTestCase):
         self.assertEqual(1, len(err.strip().splitlines()), err)
         self.assertIn('[cell0_rebuild_client] at %s' % auth_url, err)
         self.assertNotIn('secret', err)
+
+
+class BeforeCutoffTest(base.BaseTestCase):
+    """What purge --before accepts, as its help says."""
+
+    NOW = datetime.datetime(2026, 3, 8, 12, 0, 0)
+
+    def test_ages(self):
+        for value, ago in (('7d', dict(days=7)), ('12h', dict(hours=12)),
+                           ('30m', dict(minutes=30)), ('90s', dict(
+                               seconds=90)), ('2w', dict(weeks=2)),
+                           ('0d', {})):
+            self.assertEqual(self.NOW - datetime.timedelta(**ago),
+                             manage.before_cutoff(value, now=self.NOW),
+                             value)
+
+    def test_dates_and_times_in_utc(self):
+        for value, when in (
+                ('2026-03-01', (2026, 3, 1)),
+                ('2026-03-01 12:30:00', (2026, 3, 1, 12, 30)),
+                ('2026-03-01T12:30:00', (2026, 3, 1, 12, 30)),
+                ('2026-03-01T12:30:00Z', (2026, 3, 1, 12, 30)),
+                ('2026-03-01T12:30:00+01:00', (2026, 3, 1, 11, 30)),
+                # What date -u prints, and nova-manage db purge takes.
+                ('Sun Mar  1 12:30:00 UTC 2026', (2026, 3, 1, 12, 30))):
+            cutoff = manage.before_cutoff(value, now=self.NOW)
+            self.assertEqual(datetime.datetime(*when), cutoff, value)
+            self.assertIsNone(cutoff.tzinfo, value)
+
+    def test_what_it_does_not_take(self):
+        for value in ('yesterday', '7x', '-7d', '2026-13-01', '',
+                      # A zone it does not know would be dropped silently.
+                      'Sun Mar  1 12:30:00 CET 2026',
+                      '99999999999d', '99999999999'):
+            error = self.assertRaises(ValueError, manage.before_cutoff,
+                                      value, now=self.NOW)
+            self.assertEqual(1, len(str(error).splitlines()), value)
+            self.assertIn('invalid --before %r: give an age' % value,
+                          str(error))

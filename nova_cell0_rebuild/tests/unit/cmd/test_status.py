@@ -27,6 +27,7 @@ import fixtures
 from nova.db.api import models as api_models
 from nova.db.main import models as main_models
 from oslo_upgradecheck import upgradecheck
+import pbr.version
 import sqlalchemy as sa
 
 from nova_cell0_rebuild.cmd import status
@@ -232,3 +233,19 @@ class StatusCommandTest(base.TestCase):
             'upgrade', 'check')
         self.assertEqual(255, code)
         self.assertIn('none.conf', err)
+
+    def test_unparseable_configuration_file(self):
+        with open(self.config, 'w') as conf:
+            conf.write('[DEFAULT\ndebug = true\n')
+        code, out, err = self._status('--config-file', self.config,
+                                      'upgrade', 'check')
+        self.assertEqual(255, code, err)
+        self.assertEqual(1, len(err.strip().splitlines()), err)
+        self.assertIn('nova-cell0-rebuild-status: error:', err)
+        self.assertIn(self.config, err)
+        self.assertEqual('', out)
+
+    def test_version_is_ours(self):
+        ours = pbr.version.VersionInfo('nova-cell0-rebuild').version_string()
+        code, out, err = self._status('--version')
+        self.assertEqual((0, ours + '\n'), (code, out), err)

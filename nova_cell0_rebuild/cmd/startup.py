@@ -1,0 +1,92 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""What both command lines do before their command runs.
+
+They read Nova's configuration files through Nova's own start-up
+(:mod:`nova_cell0_rebuild.adapters.nova_config`), which hands oslo.config
+Nova's version for ``--version``: ours is answered here, before Nova's
+start-up runs. A configuration file that cannot be read is an error of one
+line naming the file, not oslo.config's traceback.
+"""
+
+from oslo_config import cfg
+
+from nova_cell0_rebuild.adapters import nova_config
+from nova_cell0_rebuild import version
+
+#: Errors in the files themselves: each names the file.
+_FILE_ERRORS = (cfg.ConfigFileParseError, cfg.ConfigFilesPermissionDeniedError,
+                cfg.ConfigSourceValueError, cfg.RequiredOptError)
+#: Files or directories named on the command line that do not exist.
+_MISSING = (cfg.ConfigFilesNotFoundError, cfg.ConfigDirNotFoundError)
+
+
+class ConfigurationError(Exception):
+    """Nova's configuration files cannot be read; the message is one line.
+
+    :ivar missing: True when a file or directory the command line names
+        does not exist: a usage error.
+    """
+
+    def __init__(self, message, missing=False):
+        super().__init__(message)
+        self.missing = missing
+
+
+def one_line(exc):
+    """The first line of an exception's message, or its class name."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def version_asked(argv, commands):
+    """Whether ``--version`` comes before the command, where argparse reads it.
+
+    :param commands: the words that start a command (``db``, ``list``...).
+    """
+    for word in argv[1:]:
+        if word in commands:
+            return False
+        if word == '--version':
+            return True
+    return False
+
+
+def _file_being_read(exc):
+    """The configuration file oslo.config was reading when exc was raised."""
+    found, frame = None, exc.__traceback__
+    while frame is not None:
+        found = frame.tb_frame.f_locals.get('config_file', found)
+        frame = frame.tb_next
+    return found
+
+
+def parse_args(argv, prog, commands):
+    """Print our version if asked, else read Nova's configuration files.
+
+    :param commands: as :func:`version_asked`.
+    :raises: SystemExit(0) once the version is printed, as argparse does;
+        ConfigurationError.
+    """
+    if version_asked(argv, commands):
+        print(version.version_info.version_string())
+        raise SystemExit(0)
+    try:
+        nova_config.parse_args(argv, prog=prog)
+    except _MISSING as exc:
+        raise ConfigurationError(one_line(exc), missing=True)
+    except _FILE_ERRORS as exc:
+        raise ConfigurationError(one_line(exc))
+    except UnicodeDecodeError as exc:
+        # oslo.config lets it through without saying which file it read.
+        raise ConfigurationError('Failed to parse %s: not UTF-8 text (%s)' % (
+            _file_being_read(exc) or 'a configuration file', exc.reason))
