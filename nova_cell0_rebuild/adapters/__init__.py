@@ -35,4 +35,10 @@ touches one place:
     Nova's configuration start-up for our command lines.
 ``nova_service_context``
     a RequestContext of a service user, for ``manage rebuild``.
+``nova_instance_history``
+    a moved server's history in a cell: actions, events, faults, ec2 id.
+``nova_release``
+    what the installed Nova release offers, where releases differ.
+``nova_private_calls``
+    the list of Nova's private calls made here, checked on each release.
 """

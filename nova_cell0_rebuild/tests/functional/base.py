@@ -36,6 +36,19 @@ from nova_cell0_rebuild.db import api as db_api
 from nova_cell0_rebuild.db import models
 from nova_cell0_rebuild import fixture
 from nova_cell0_rebuild.tasks import heal
+from nova_cell0_rebuild.tests import quiet_output
+
+# nova.test set up oslo.log on import; a test's log is captured per test.
+quiet_output.quiet_between_tests()
+
+
+class _WarningsFixture(nova_fixtures.WarningsFixture):
+    """Nova's warning filters, then ours (Nova's turn every deprecation on).
+    """
+
+    def setUp(self):
+        super().setUp()
+        quiet_output.ignore_third_party_deprecations()
 
 
 class Cell0RebuildTestCase(integrated_helpers.InstanceHelperMixin,
@@ -52,6 +65,9 @@ class Cell0RebuildTestCase(integrated_helpers.InstanceHelperMixin,
     with_filter = True
 
     def setUp(self):
+        # nova.test.TestCase installs nova_fixtures.WarningsFixture first.
+        self.useFixture(fixtures_lib.MonkeyPatch(
+            'nova.tests.fixtures.WarningsFixture', _WarningsFixture))
         super().setUp()
         self.policy = self.useFixture(nova_fixtures.RealPolicyFixture())
         self.neutron = self.useFixture(nova_fixtures.NeutronFixture(self))

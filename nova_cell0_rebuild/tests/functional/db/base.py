@@ -18,6 +18,7 @@ is right on a laptop and wrong in CI: with NOVA_CELL0_REBUILD_REQUIRE_DBS set
 (as .ci/run does) an unreachable server fails the test instead.
 """
 
+import logging
 import os
 
 import fixtures
@@ -27,6 +28,7 @@ from oslo_utils import strutils
 from oslotest import base as oslo_base
 
 from nova_cell0_rebuild.db import api as db_api
+from nova_cell0_rebuild.tests import quiet_output
 
 REQUIRE_DBS = strutils.bool_from_string(
     os.environ.get('NOVA_CELL0_REBUILD_REQUIRE_DBS', '0'))
@@ -66,6 +68,10 @@ class BackendTestCase(test_fixtures.OpportunisticDBTestMixin,
     def setUp(self):
         # A facade of the test's own, bound to the provisioned database.
         self.facade = enginefacade.transaction_context()
+        if not quiet_output.debugging():
+            # oslo.db logs each database it provisions and drops at INFO:
+            # kept with the test, shown if it fails.
+            self.useFixture(fixtures.FakeLogger(level=logging.INFO))
         super().setUp()
         self.useFixture(fixtures.MockPatch(
             'nova_cell0_rebuild.db.api.get_context_manager',
