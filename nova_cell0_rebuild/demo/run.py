@@ -184,7 +184,7 @@ def run(args, listening):
     transport = oslo_messaging.get_notification_transport(CONF)
     steps = []
     try:
-        server.serve(nova.wsgi_app)
+        server.serve(nova.wsgi_app, nova.glance)
         timeline.say('cloud', 'ready: nova-api at %s (paste pipeline with '
                      'cell0_rebuild, min_microversion %s), placement, '
                      'scheduler, conductor, compute %s (%s: %d VCPUs)' % (
