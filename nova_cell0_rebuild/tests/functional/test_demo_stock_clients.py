@@ -57,12 +57,12 @@ class StockClientsTest(testtools.TestCase):
     def setUp(self):
         super().setUp()
         self.endpoint = self.served.endpoint
-        self.reaper_login = [
-            '--os-auth-url', self.served.auth_url,
-            '--os-username', 'reaper', '--os-password', 'sandbox',
-            '--os-project-name', 'service',
-            '--os-user-domain-id', 'default',
-            '--os-project-domain-id', 'default']
+        # The login of admin/reaper-integration.rst, against the sandbox.
+        self.reaper_login = dict(
+            test_demo._environment(), OS_AUTH_URL=self.served.auth_url,
+            OS_USERNAME='reaper', OS_PASSWORD='sandbox',
+            OS_PROJECT_NAME='service', OS_USER_DOMAIN_ID='default',
+            OS_PROJECT_DOMAIN_ID='default')
         self.admin = self._headers_session('admin', 'admin,member,reader')
         self.image_id = self._get('/servers/detail?all_tenants=1')[
             'servers'][0]['image']['id']
@@ -80,9 +80,8 @@ class StockClientsTest(testtools.TestCase):
     def _wait(self, server_id, *statuses, gone=False):
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            resp = self.admin.get('%s/servers/%s' % (self.endpoint,
-                                                      server_id),
-                                  raise_exc=False)
+            resp = self.admin.get(
+                '%s/servers/%s' % (self.endpoint, server_id), raise_exc=False)
             if gone and resp.status_code == 404:
                 return None
             if not gone and resp.json()['server']['status'] in statuses:
@@ -130,14 +129,13 @@ class StockClientsTest(testtools.TestCase):
     def _cli(self, command, *args):
         started = time.monotonic()
         done = subprocess.run(
-            [os.path.join(_BIN, command)] + self.reaper_login + [
-                '--os-compute-api-version', REAPER_VERSION] + list(args),
+            [os.path.join(_BIN, command), '--os-compute-api-version',
+             REAPER_VERSION] + list(args),
             capture_output=True, text=True, timeout=60,
-            env=test_demo._environment())
+            env=self.reaper_login)
         self.addDetail('%s %s (%.1f s)' % (command, args[0],
                                            time.monotonic() - started),
-                       content.text_content(done.stdout +
-                                                      done.stderr))
+                       content.text_content(done.stdout + done.stderr))
         return done
 
     def test_openstack_cli(self):
