@@ -62,6 +62,10 @@ how it runs:
   (X-User-Id, X-Project-Id, X-Roles; default: a member of project
   sandbox; the cloud's admin only with X-Roles: admin,member,reader), so
   it binds to 127.0.0.0/8 or ::1 only and refuses any other address.
+  Stock clients (openstack, nova, openstacksdk) log in to a Keystone
+  stand-in at http://HOST:PORT/identity with any password: user reaper
+  gets token reaper (roles service,admin in project service, the reaper
+  path), user admin token admin, anyone else a member of sandbox.
 
 exit status: 0 when every step went as expected, 1 when one did not,
   2 for a usage error, a missing requirement or an address in use.

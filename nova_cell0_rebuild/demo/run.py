@@ -101,7 +101,8 @@ def serve(server, seconds, image_id, timeline):
     endpoint = server.endpoint
     microversion = rebuild_flow.effective_min_microversion(CONF)
     print(SERVING % {'endpoint': endpoint, 'mv': microversion,
-                     'image': image_id}, flush=True)
+                     'auth_url': server.auth_url, 'image': image_id},
+          flush=True)
     timeline.say('sandbox', 'serving: %s' % endpoint)
     deadline = None if seconds is None else time.monotonic() + seconds
     # A service manager stops it with SIGTERM: same clean stop as Ctrl-C.
@@ -130,6 +131,14 @@ with X-Roles: admin,member,reader. Loopback only.
   curl -H 'X-Roles: admin,member,reader' \\
       -H 'OpenStack-API-Version: compute %(mv)s' \\
       '%(endpoint)s/servers?all_tenants=1'
+Stock clients log in to a Keystone stand-in at %(auth_url)s (any password):
+user reaper is the reaper (roles service,admin in project service), user
+admin the admin, anyone else a member of sandbox; headers still win.
+  openstack --os-auth-url %(auth_url)s --os-username reaper \\
+      --os-password sandbox --os-project-name service \\
+      --os-user-domain-id default --os-project-domain-id default \\
+      --os-compute-api-version 2.65 server list --all-projects
+  (nova takes the same options.)
 Image of the demo's servers, for yours too: %(image)s
 Ctrl-C stops it.
 """
@@ -184,7 +193,7 @@ def run(args, listening):
     transport = oslo_messaging.get_notification_transport(CONF)
     steps = []
     try:
-        server.serve(nova.wsgi_app)
+        server.serve(nova.wsgi_app, nova.glance)
         timeline.say('cloud', 'ready: nova-api at %s (paste pipeline with '
                      'cell0_rebuild, min_microversion %s), placement, '
                      'scheduler, conductor, compute %s (%s: %d VCPUs)' % (

@@ -13,10 +13,11 @@
 """Nova's compute API over real HTTP on loopback, for a sandbox.
 
 THIS IS A SANDBOX, NEVER A DEPLOYMENT. There is no Keystone: the identity
-of a request (user, project, roles) is whatever the client's headers say, so
-anyone who can connect can act as anyone, admin included. That is why the
-server binds to loopback addresses only (127.0.0.0/8 and ::1) and refuses
-any other address (:mod:`.loopback`).
+of a request (user, project, roles) is whatever the client's headers or
+token say, so anyone who can connect can act as anyone, admin included.
+That is why the server binds to loopback addresses only (127.0.0.0/8 and
+::1) and refuses any other address (:mod:`.loopback`). Stand-ins for
+Keystone and Glance (:mod:`.stand_ins`) let stock clients log in.
 """
 
 import ipaddress
@@ -25,10 +26,12 @@ import eventlet
 import eventlet.greenio
 import eventlet.wsgi
 
+from nova_cell0_rebuild.demo import stand_ins
+
 #: The roles of a request that does not send X-Roles: a project member.
-DEFAULT_ROLES = 'member,reader'
+DEFAULT_ROLES = stand_ins.MEMBER.roles
 #: The project of a request that names none.
-DEFAULT_PROJECT = 'sandbox'
+DEFAULT_PROJECT = stand_ins.MEMBER.project
 #: The role that makes a request the cloud's admin, when X-Roles has it.
 ADMIN_ROLE = 'admin'
 #: The user and project of an admin request that names neither.
@@ -49,6 +52,12 @@ class SandboxIdentity(object):
     user ``<project>-user``. A request is the cloud's admin only when it
     asks, with an ``X-Roles`` that has ``admin``; its user and project are
     then ``admin`` unless it names others.
+
+    A token the sandbox knows (``X-Auth-Token``, see
+    :data:`.stand_ins.TOKENS`: ``reaper``, ``admin``) stands for that
+    identity instead of the defaults, so stock clients that send no such
+    headers can act as the reaper or the admin; headers a request does send
+    still win. Any other token, or none, changes nothing.
     """
 
     def __init__(self, application):
@@ -70,17 +79,47 @@ class SandboxIdentity(object):
         if not from_loopback:
             start_response('403 Forbidden', [('Content-Type', 'text/plain')])
             return [b'The sandbox API only answers loopback clients.\n']
-        roles = self._first(environ, ('HTTP_X_ROLES',), DEFAULT_ROLES)
+        known = stand_ins.TOKENS.get(environ.get('HTTP_X_AUTH_TOKEN'))
+        roles = self._first(environ, ('HTTP_X_ROLES',),
+                            known.roles if known else DEFAULT_ROLES)
         admin = ADMIN_ROLE in [role.strip() for role in roles.split(',')]
+        if known:
+            project, user = known.project, known.user
+        else:
+            project = ADMIN if admin else DEFAULT_PROJECT
+            user = ADMIN if admin else None
         project = self._first(
-            environ, ('HTTP_X_AUTH_PROJECT_ID', 'HTTP_X_PROJECT_ID'),
-            ADMIN if admin else DEFAULT_PROJECT)
+            environ, ('HTTP_X_AUTH_PROJECT_ID', 'HTTP_X_PROJECT_ID'), project)
         environ['HTTP_X_AUTH_USER'] = self._first(
             environ, ('HTTP_X_AUTH_USER', 'HTTP_X_USER_ID'),
-            ADMIN if admin else '%s-user' % project)
+            user or '%s-user' % project)
         environ['HTTP_X_AUTH_PROJECT_ID'] = project
         environ['HTTP_X_ROLES'] = roles
         return self.application(environ, start_response)
+
+
+class SandboxRoutes(object):
+    """Nova's API, and the stand-ins under their own path prefixes.
+
+    :param nova: nova-api's WSGI application (``/v2.1`` and the rest).
+    :param glance: Nova's stub Glance, for :class:`.stand_ins.ImageStandIn`.
+    """
+
+    def __init__(self, nova, glance):
+        self.prefixes = (
+            (stand_ins.IDENTITY_PREFIX, stand_ins.IdentityStandIn()),
+            (stand_ins.IMAGE_PREFIX, stand_ins.ImageStandIn(glance)))
+        self.nova = nova
+
+    def __call__(self, environ, start_response):
+        path = environ.get('PATH_INFO', '')
+        for prefix, application in self.prefixes:
+            if path == prefix or path.startswith(prefix + '/'):
+                environ['SCRIPT_NAME'] = environ.get('SCRIPT_NAME',
+                                                     '') + prefix
+                environ['PATH_INFO'] = path[len(prefix):]
+                return application(environ, start_response)
+        return self.nova(environ, start_response)
 
 
 class SandboxServer(object):
@@ -97,12 +136,17 @@ class SandboxServer(object):
         self.host, self.port = listening.getsockname()[:2]
         self._thread = None
 
-    def serve(self, application):
-        """Serve nova-api's WSGI application in a green thread."""
+    def serve(self, application, glance):
+        """Serve nova-api's WSGI application in a green thread.
+
+        :param glance: Nova's stub Glance, whose images the image stand-in
+            shows.
+        """
         # One request per connection: stopping never waits for an idle
         # keep-alive client.
         self._thread = eventlet.spawn(
-            eventlet.wsgi.server, self._socket, SandboxIdentity(application),
+            eventlet.wsgi.server, self._socket,
+            SandboxIdentity(SandboxRoutes(application, glance)),
             log_output=False, keepalive=False, debug=False)
 
     @property
@@ -110,6 +154,11 @@ class SandboxServer(object):
         """The compute endpoint, e.g. ``http://127.0.0.1:8774/v2.1``."""
         host = '[%s]' % self.host if ':' in self.host else self.host
         return 'http://%s:%d/v2.1' % (host, self.port)
+
+    @property
+    def auth_url(self):
+        """The identity stand-in, e.g. ``http://127.0.0.1:8774/identity``."""
+        return self.endpoint[:-len('/v2.1')] + stand_ins.IDENTITY_PREFIX
 
     def stop(self):
         if self._thread is not None:

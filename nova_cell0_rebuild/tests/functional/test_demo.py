@@ -19,6 +19,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 from keystoneauth1 import noauth
@@ -183,6 +184,54 @@ print(json.dumps(sorted(name for name in sys.modules
 """
 
 
+class ServedDemo(object):
+    """``nova-cell0-rebuild-demo --serve`` in a subprocess, until stopped.
+
+    Its output goes to a file, not a pipe: nobody reads a pipe while the
+    demo serves, and once full it would block the demo (Nova 29 to 31 warn
+    at every request).
+    """
+
+    def __init__(self, seconds=100, wait=120):
+        self._log = tempfile.TemporaryFile('w+')
+        self.process = subprocess.Popen(
+            DEMO + ['--serve', '127.0.0.1:0', '--serve-seconds',
+                    str(seconds)],
+            stdout=self._log, stderr=subprocess.STDOUT, text=True,
+            env=_environment())
+        self.returncode = None
+        deadline = time.monotonic() + wait
+        while self.process.poll() is None and time.monotonic() < deadline:
+            serving = SERVING.search(self.text)
+            if serving:
+                #: The compute endpoint, e.g. http://127.0.0.1:8774/v2.1.
+                self.endpoint = serving.group('endpoint')
+                #: The sandbox's Keystone stand-in.
+                self.auth_url = self.endpoint.rsplit('/', 1)[0] + '/identity'
+                return
+            time.sleep(0.2)
+        self.stop()
+        raise AssertionError('the demo did not serve:\n' + self.text)
+
+    @property
+    def text(self):
+        """What it printed so far."""
+        self._log.seek(0)
+        return self._log.read()
+
+    def stop(self):
+        """Stop it as Ctrl-C would; returns its exit status."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.returncode = self.process.returncode
+        return self.returncode
+
+
 class ServedDemoTest(testtools.TestCase):
     """openstacksdk against ``--serve``: the plugin's rebuild, for real."""
 
@@ -190,31 +239,9 @@ class ServedDemoTest(testtools.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.demo = subprocess.Popen(
-            DEMO + ['--serve', '127.0.0.1:0', '--serve-seconds', '100'],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            env=_environment())
-        self.addCleanup(self._stop_demo)
-        self.output = []
-        for line in self.demo.stdout:
-            self.output.append(line)
-            serving = SERVING.search(line)
-            if serving:
-                self.endpoint = serving.group('endpoint')
-                break
-        else:
-            self.fail('the demo did not serve:\n' + ''.join(self.output))
-
-    def _stop_demo(self):
-        if self.demo.poll() is None:
-            self.demo.send_signal(signal.SIGTERM)
-        try:
-            rest, _ = self.demo.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.demo.kill()
-            rest, _ = self.demo.communicate()
-        self.output.append(rest)
-        self.stopped_with = self.demo.returncode
+        self.served = ServedDemo()
+        self.addCleanup(self.served.stop)
+        self.endpoint = self.served.endpoint
 
     def _connect(self, project, roles='member,reader'):
         """A real openstacksdk connection, as a user of *project*.
@@ -234,7 +261,7 @@ class ServedDemoTest(testtools.TestCase):
         image_id = next(iter(science.compute.servers())).image['id']
         # The banner names it.
         self.assertIn("Image of the demo's servers, for yours too: %s\n"
-                      % image_id, ''.join(self.output))
+                      % image_id, self.served.text)
 
         # The scenario left one VCPU free: take it.
         filler = other.compute.create_server(
@@ -273,8 +300,7 @@ class ServedDemoTest(testtools.TestCase):
         self.assertEqual(200, listed.status_code, listed.text)
         self.assertIn(server.id, listed.text)
 
-        self._stop_demo()
-        self.assertEqual(0, self.stopped_with, ''.join(self.output))
+        self.assertEqual(0, self.served.stop(), self.served.text)
 
 
 class QuickstartTest(testtools.TestCase):
