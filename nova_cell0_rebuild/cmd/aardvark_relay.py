@@ -101,7 +101,8 @@ def build_relay(conf, context_factory=None):
     return listener.Relay(transport,
                           nova_notifications.versioned_topics(conf),
                           listener.BurialEndpoint(judge, announcer),
-                          options.listener_pool)
+                          options.listener_pool,
+                          transports={transport, publish})
 
 
 def run_until_signalled(relay, stopping=None):

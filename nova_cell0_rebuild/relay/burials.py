@@ -92,10 +92,15 @@ def _image_uuid(spec):
 
 
 def _block_devices(context, mapping):
+    """The server's volumes, as Nova lists them in ``instance.update``
+    (BlockDevicePayload.from_instance: volumes only): an image-backed
+    server's root disk, boot index 0 without a volume, would make
+    Aardvark master take it for a volume-backed one.
+    """
     bdms, _fault, _request_id = nova_compute.load_cell0_details(
         context, mapping.cell_mapping, mapping.instance_uuid)
     return [(bdm.boot_index, bdm.volume_id) for bdm in bdms
-            if bdm.obj_attr_is_set('boot_index')]
+            if bdm.volume_id is not None]
 
 
 def judge(context, gates, notice):

@@ -117,9 +117,12 @@ class Relay(object):
     :param transport: the notification transport Nova publishes on.
     :param topics: Nova's versioned notification topics.
     :param pool: the listener pool.
+    :param transports: cleaned up once the listener stopped (its own and
+        the notifier's).
     """
 
-    def __init__(self, transport, topics, endpoint, pool):
+    def __init__(self, transport, topics, endpoint, pool, transports=()):
+        self._transports = list(transports)
         targets = [oslo_messaging.Target(topic=topic) for topic in topics]
         self._listener = oslo_messaging.get_notification_listener(
             transport, targets, [endpoint], executor='threading', pool=pool,
@@ -132,3 +135,5 @@ class Relay(object):
         """Stop taking notifications, finish those in hand."""
         self._listener.stop()
         self._listener.wait()
+        for transport in self._transports:
+            transport.cleanup()
