@@ -72,12 +72,18 @@ def build_relay(conf, context_factory=None):
     :raises: _Unusable with one line saying what is wrong.
     """
     options = conf.cell0_rebuild_relay
-    if options.aardvark_events is None:
+    try:
+        version = options.aardvark_events
+        topics = options.publish_topics
+        delay = options.state_update_delay
+    except (cfg.ConfigFileValueError, cfg.ConfigSourceValueError) as exc:
+        raise _Unusable(startup.one_line(exc))
+    if version is None:
         raise _Unusable('[%s] aardvark_events is not set: set it to %s or '
                         '%s, the Aardvark branch you run'
                         % (relay_conf.GROUP_NAME, relay_conf.ALL_IN_ONE,
                            relay_conf.MASTER))
-    if not options.publish_topics:
+    if not topics:
         raise _Unusable('[%s] publish_topics is empty'
                         % relay_conf.GROUP_NAME)
     try:
@@ -96,8 +102,7 @@ def build_relay(conf, context_factory=None):
         return burials.judge(context_factory(), gates, notice)
 
     announcer = listener.Announcer(
-        listener.notifier(publish, options.publish_topics, conf.host),
-        options.aardvark_events, options.state_update_delay)
+        listener.notifier(publish, topics, conf.host), version, delay)
     return listener.Relay(transport,
                           nova_notifications.versioned_topics(conf),
                           listener.BurialEndpoint(judge, announcer),
