@@ -83,3 +83,12 @@ def request_spec_id(context, instance_uuid):
             context, instance_uuid).id
     except nova_exception.RequestSpecNotFound:
         return None
+
+
+def versioned_topics(conf):
+    """The topics Nova sends its versioned notifications on.
+
+    ``[notifications] versioned_notifications_topics``, which Nova
+    registers; default ``versioned_notifications``.
+    """
+    return list(conf.notifications.versioned_notifications_topics)

@@ -14,8 +14,10 @@
 
 from nova_cell0_rebuild.conf import cell0_rebuild
 from nova_cell0_rebuild.conf import cell0_rebuild_client
+from nova_cell0_rebuild.conf import cell0_rebuild_relay
 
 
 def list_opts():
-    return [item for module in (cell0_rebuild, cell0_rebuild_client)
+    modules = (cell0_rebuild, cell0_rebuild_client, cell0_rebuild_relay)
+    return [item for module in modules
             for item in module.list_opts().items()]

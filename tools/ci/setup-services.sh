@@ -2,8 +2,9 @@
 # Install and start what the CI job's tests need, on a fresh Debian machine
 # as root, without systemd: MariaDB and PostgreSQL with oslo.db's
 # openstack_citest user and database (as oslo.db's tools/test-setup.sh
-# makes them), and the RabbitMQ package (tox -e cloud starts its own
-# server from it). Also tox, and a full git history for reno.
+# makes them), and the RabbitMQ package (tox -e cloud and the relay's
+# functional test start their own nodes from it). Also tox, and a full
+# git history for reno.
 set -euo pipefail
 
 DB_USER=openstack_citest

@@ -46,13 +46,13 @@ import configs
 import identity
 import install_doc
 import processes
+import rabbitmq
 
 SOURCE_TREE = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 COMPUTES = ('compute1', 'compute2')
 DATABASES = ('keystone', 'placement', 'glance', 'nova_api', 'nova_cell0',
              'nova_cell1')
-RABBITMQ = '/usr/lib/rabbitmq/bin'
 EPMD_PORT = 4369
 
 
@@ -136,41 +136,24 @@ class MiniCloud(object):
         except (processes.BringUpError, OSError):
             return False
 
+    def _rabbitmq_node(self):
+        return rabbitmq.PrivateRabbitMQ(
+            self.procs, self._path('rabbitmq'),
+            'minicloud%d@localhost' % configs.PORT_BASE,
+            configs.PORTS['rabbitmq'])
+
     def rabbitmq_env(self):
-        base = self._path('rabbitmq')
-        return {
-            'HOME': base,
-            'RABBITMQ_MNESIA_BASE': os.path.join(base, 'mnesia'),
-            'RABBITMQ_LOG_BASE': os.path.join(base, 'log'),
-            'RABBITMQ_NODENAME': 'minicloud%d@localhost' % configs.PORT_BASE,
-            'RABBITMQ_NODE_IP_ADDRESS': '127.0.0.1',
-            'RABBITMQ_NODE_PORT': str(configs.PORTS['rabbitmq']),
-            'RABBITMQ_DIST_PORT': str(configs.PORTS['rabbitmq'] + 1),
-            'RABBITMQ_ENABLED_PLUGINS_FILE': os.path.join(base, 'plugins'),
-        }
+        return self._rabbitmq_node().env()
 
     def _rabbitmq(self):
-        # /usr/sbin/rabbitmq-server switches to the rabbitmq user and
-        # cannot write our directory: run the real script, as root.
-        self._write('rabbitmq/plugins', '[].\n')
         self.epmd_was_running = processes.port_open(EPMD_PORT)
         # RabbitMQ's epmd daemonizes out of our process group: down stops
         # it if it was not running before.
         self._write('run/epmd-was-running', str(self.epmd_was_running))
-        self.procs.start('rabbitmq', [os.path.join(RABBITMQ,
-                                                   'rabbitmq-server')],
-                         env=self.rabbitmq_env())
-        self.wait_for_rabbitmq()
+        self._rabbitmq_node().start()
 
     def wait_for_rabbitmq(self, timeout=90):
-        env = self.rabbitmq_env()
-        processes.wait_for(
-            'RabbitMQ started',
-            lambda: self._try([os.path.join(RABBITMQ, 'rabbitmqctl'),
-                               '-n', env['RABBITMQ_NODENAME'],
-                               'await_startup'], env=env, timeout=30),
-            timeout,
-            watch=lambda: self.procs.check_alive('rabbitmq'))
+        self._rabbitmq_node().wait(timeout)
 
     # -- configuration -----------------------------------------------------
 

@@ -64,13 +64,23 @@ class TestOptions(base.BaseTestCase):
 
     def test_list_opts_names_every_option(self):
         listed = opts.list_opts()
-        self.assertEqual(['cell0_rebuild', 'cell0_rebuild_client'],
+        self.assertEqual(['cell0_rebuild', 'cell0_rebuild_client',
+                          'cell0_rebuild_relay'],
                          [group.name for group, _ in listed])
         group, options = listed[0]
         self.assertEqual(
             {'min_microversion', 'reaper_min_microversion', 'enabled_gates',
              'allow_unrecorded', 'move_lease_seconds', 'connection',
              'notification_retries', 'notification_timeout'},
+            {opt.name for opt in options})
+        self.assertTrue(all(opt.help.strip() for opt in options))
+
+    def test_relay_options_are_listed_with_help(self):
+        group, options = opts.list_opts()[2]
+        self.assertTrue(group.help.strip())
+        self.assertEqual(
+            {'aardvark_events', 'publish_topics', 'publish_transport_url',
+             'listener_pool', 'state_update_delay'},
             {opt.name for opt in options})
         self.assertTrue(all(opt.help.strip() for opt in options))
 

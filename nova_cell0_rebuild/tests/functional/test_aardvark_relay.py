@@ -1,0 +1,289 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The Aardvark relay on a real RabbitMQ, with Nova's real burials.
+
+Nova (in-process, no compute) buries servers in cell0; the
+``compute_task.build_instances.error`` its conductor sent is published on a
+private RabbitMQ node exactly as Nova sent it (publisher, priority, event
+type, payload); the relay, built from the configuration as the console
+script builds it, listens there and judges each server on Nova's
+databases; a listener configured as Aardvark configures its own (no pool,
+its ``[notification] topics``, one endpoint per event type with a
+``NotificationFilter``) receives what the relay publishes.
+
+The node is started from the Debian package (rabbitmq-server) with the
+minicloud's code (tools/minicloud/rabbitmq.py): its own directories, node
+name, AMQP, distribution and epmd ports. Without the package the test is
+skipped, unless NOVA_CELL0_REBUILD_REQUIRE_RABBITMQ is set (as .ci/run
+sets it): then it fails.
+"""
+
+import base64
+import importlib.util
+import os
+import queue
+import socket
+import sys
+import time
+
+import fixtures
+from oslo_config import cfg
+import oslo_messaging
+from oslo_utils import strutils
+
+from nova_cell0_rebuild.cmd import aardvark_relay
+from nova_cell0_rebuild.conf import cell0_rebuild_relay as relay_conf
+from nova_cell0_rebuild.tests.functional import base
+
+CONF = cfg.CONF
+
+REQUIRE_RABBITMQ = strutils.bool_from_string(
+    os.environ.get('NOVA_CELL0_REBUILD_REQUIRE_RABBITMQ', '0'))
+SOURCE_TREE = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.dirname(os.path.abspath(__file__)))))
+MINICLOUD = os.path.join(SOURCE_TREE, 'tools', 'minicloud')
+AARDVARK_TOPIC = 'cell0_rebuild_aardvark'
+#: How long Aardvark's listener waits for the relay's events.
+WAIT = 30
+
+
+def _minicloud_modules():
+    """tools/minicloud's processes and rabbitmq modules (they import each
+    other by name, as scripts of that folder).
+    """
+    loaded = {}
+    saved = sys.modules.get('processes')
+    try:
+        for name in ('processes', 'rabbitmq'):
+            spec = importlib.util.spec_from_file_location(
+                'minicloud_' + name, os.path.join(MINICLOUD, name + '.py'))
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module  # for "import processes"
+            spec.loader.exec_module(module)
+            loaded[name] = module
+    finally:
+        sys.modules.pop('rabbitmq', None)
+        if saved is None:
+            sys.modules.pop('processes', None)
+        else:
+            sys.modules['processes'] = saved
+    return loaded['processes'], loaded['rabbitmq']
+
+
+def _free_port():
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
+
+
+class RabbitMQNode(fixtures.Fixture):
+    """A private RabbitMQ node for one test, stopped at its end."""
+
+    def _setUp(self):
+        processes, rabbitmq = _minicloud_modules()
+        workdir = self.useFixture(fixtures.TempDir()).path
+        port = _free_port()
+        self.node = rabbitmq.PrivateRabbitMQ(
+            processes.Processes(workdir), os.path.join(workdir, 'rabbitmq'),
+            'relaytest%d@localhost' % port, port, dist_port=_free_port(),
+            epmd_port=_free_port())
+        self.addCleanup(self.node.stop)
+        self.node.start(timeout=60)
+        self.url = self.node.url
+
+
+def _conf_file(directory, name, text):
+    path = os.path.join(directory, name)
+    with open(path, 'w') as conf_file:
+        conf_file.write(text)
+    return path
+
+
+class AardvarkListener(object):
+    """A listener configured as Aardvark configures its own.
+
+    Both branches' ListenerManager._get_listeners
+    (aardvark/notifications/manager.py): one Target per ``[notification]
+    topics``, a transport per ``[notification] urls``, no pool; each
+    endpoint filters on its event types (NotificationEndpoint in
+    aardvark/notifications/base.py): the scheduling event's ``error``, the
+    update's ``info``. Its configuration file sets ``[DEFAULT]
+    control_exchange = nova``, as the relay's documentation says.
+    """
+
+    def __init__(self, config_file, url, topic, scheduling_event):
+        self.received = queue.Queue()
+        conf = cfg.ConfigOpts()
+        conf(['--config-file', config_file], project='aardvark')
+        self.transport = oslo_messaging.get_notification_transport(
+            conf, url=url)
+        endpoints = [self._endpoint(scheduling_event, 'error'),
+                     self._endpoint('instance.update', 'info')]
+        self.listener = oslo_messaging.get_notification_listener(
+            self.transport, [oslo_messaging.Target(topic=topic)], endpoints,
+            executor='threading')
+
+    def _endpoint(self, event_type, priority):
+        received = self.received
+
+        class Endpoint(object):
+            filter_rule = oslo_messaging.NotificationFilter(
+                event_type=event_type)
+
+        def record(ctxt, publisher_id, event_type, payload, metadata):
+            received.put((priority, event_type, payload))
+        setattr(Endpoint, priority, staticmethod(record))
+        return Endpoint()
+
+    def start(self):
+        self.listener.start()
+
+    def stop(self):
+        self.listener.stop()
+        self.listener.wait()
+        self.transport.cleanup()
+
+    def events(self, count, timeout=WAIT):
+        """The next *count* events, in the order they came."""
+        found, deadline = [], time.monotonic() + timeout
+        while len(found) < count:
+            try:
+                found.append(self.received.get(
+                    timeout=max(0.1, deadline - time.monotonic())))
+            except queue.Empty:
+                break
+        return found
+
+
+class AardvarkRelayTest(base.Cell0RebuildTestCase):
+
+    def setUp(self):
+        processes, rabbitmq = _minicloud_modules()
+        if not rabbitmq.installed():
+            message = ('RabbitMQ is not installed (%s/rabbitmq-server): '
+                       'apt-get install rabbitmq-server' % rabbitmq.BIN)
+            if REQUIRE_RABBITMQ:
+                self.fail(message)
+            self.skipTest(message)
+        super().setUp()
+        relay_conf.register_opts(CONF)
+        self.tmp = self.useFixture(fixtures.TempDir()).path
+        # What nova.conf and aardvark.conf say: Nova's exchange is "nova".
+        self.exchange_conf = _conf_file(self.tmp, 'exchange.conf',
+                                        '[DEFAULT]\ncontrol_exchange = nova\n')
+        self.rabbit = self.useFixture(RabbitMQNode())
+        self.flags(transport_url=self.rabbit.url,
+                   group='oslo_messaging_notifications')
+        self.flags(control_exchange='nova')
+        self.flags(state_update_delay=0.5, group='cell0_rebuild_relay')
+
+    def _bury(self):
+        """An ordinary server and one with personality files, buried.
+
+        :returns: (their uuids, Nova's burial notifications of both)
+        """
+        ordinary = self._create_buried_server()['id']
+        personality = self._create_buried_server(
+            microversion='2.1',
+            networks=[{'uuid': self.neutron.network_1['id']}],
+            personality=[{'path': '/etc/motd',
+                          'contents': base64.b64encode(b'hi').decode()}])['id']
+        burials = {}
+        for sent in self.notifier.versioned_notifications:
+            if sent['event_type'] == 'compute_task.build_instances.error':
+                uuid = sent['payload']['nova_object.data']['instance_uuid']
+                burials[uuid] = sent
+        self.assertEqual({ordinary, personality}, set(burials))
+        # The personality one first: it must not be announced.
+        return ordinary, personality, [burials[personality],
+                                       burials[ordinary]]
+
+    def _as_nova(self, notifications):
+        """Publish Nova's notifications as Nova's conductor sent them."""
+        conf = cfg.ConfigOpts()
+        conf(['--config-file', self.exchange_conf], project='nova')
+        transport = oslo_messaging.get_notification_transport(
+            conf, url=self.rabbit.url)
+        try:
+            for sent in notifications:
+                notifier = oslo_messaging.Notifier(
+                    transport, publisher_id=sent['publisher_id'],
+                    driver='messagingv2', topics=['versioned_notifications'])
+                getattr(notifier, sent['priority'].lower())(
+                    {}, sent['event_type'], sent['payload'])
+        finally:
+            transport.cleanup()
+
+    def _relay_to(self, version, notifications, scheduling_event):
+        """Run the relay for *version*; :returns: what Aardvark received."""
+        topic = 'aardvark_' + version
+        self.flags(aardvark_events=version, publish_topics=[topic],
+                   group='cell0_rebuild_relay')
+        aardvark = AardvarkListener(self.exchange_conf, self.rabbit.url,
+                                    topic, scheduling_event)
+        aardvark.start()
+        self.addCleanup(aardvark.stop)
+        relay = aardvark_relay.build_relay(
+            CONF, context_factory=lambda: self.admin_context)
+        relay.start()
+        try:
+            self._as_nova(notifications)
+            received = aardvark.events(2)
+            # Anything more (the refused server's) would come meanwhile.
+            received += aardvark.events(1, timeout=2)
+        finally:
+            relay.stop()
+        return received
+
+    def _assert_announced(self, received, uuid, scheduling_event):
+        self.assertEqual([('error', scheduling_event),
+                          ('info', 'instance.update')],
+                         [(priority, event_type)
+                          for priority, event_type, _ in received])
+        schedule = received[0][2]['nova_object.data']
+        self.assertEqual([uuid], schedule['instance_uuids'])
+        spec = schedule['request_spec']['nova_object.data']
+        self.assertEqual(self.api.project_id, spec['project_id'])
+        self.assertIsInstance(spec['id'], int)
+        update = received[1][2]['nova_object.data']
+        self.assertEqual(uuid, update['uuid'])
+        self.assertEqual(self.image_id, update['image_uuid'])
+        self.assertEqual(('building', 'pending'), (
+            update['state_update']['nova_object.data']['old_state'],
+            update['state_update']['nova_object.data']['state']))
+        self.assertIn('memory_mb', update['flavor']['nova_object.data'])
+        return spec
+
+    def test_both_versions(self):
+        ordinary, personality, notifications = self._bury()
+        log = self.stdlog.logger.output
+
+        received = self._relay_to('all_in_one', notifications,
+                                  'instance.schedule')
+        spec = self._assert_announced(received, ordinary,
+                                      'instance.schedule')
+        self.assertNotIn('requested_destination', spec)
+        self.assertEqual('NoValidHost', received[0][2]['nova_object.data'][
+            'reason']['nova_object.data']['exception'])
+        self.assertIn('%s in cell0 not announced to Aardvark: a rebuild '
+                      'from cell0 would be refused by gate personality'
+                      % personality, self.stdlog.logger.output[len(log):])
+
+        received = self._relay_to('master', notifications,
+                                  'scheduler.select_destinations.error')
+        spec = self._assert_announced(
+            received, ordinary, 'scheduler.select_destinations.error')
+        self.assertIsNone(spec['requested_destination'])
+        # An image-backed server: no volume (master would ask Cinder).
+        self.assertEqual([], received[1][2]['nova_object.data'][
+            'block_devices'])
