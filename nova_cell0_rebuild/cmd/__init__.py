@@ -10,7 +10,15 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Command-line tools of nova-cell0-rebuild."""
+"""Command-line tools of nova-cell0-rebuild.
+
+``nova-cell0-rebuild-manage`` (:mod:`.manage`), ``nova-cell0-rebuild-status``
+(:mod:`.status`) and ``nova-cell0-rebuild-aardvark-relay``
+(:mod:`.aardvark_relay`): each reads Nova's configuration files through
+:mod:`.startup` and answers in one line with the exit codes it documents.
+They sit on top: they may import any layer of the package and its public
+functions; nothing imports them.
+"""
 
 import logging
 import warnings

@@ -10,7 +10,11 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""A one-command demo: pre-emptible servers on an in-process Nova 34.
+"""A one-command demo: pre-emptible servers on an in-process Nova.
+
+It sits on top, beside :mod:`~nova_cell0_rebuild.cmd`: it calls the
+package's public functions and its public fixture
+(:mod:`nova_cell0_rebuild.fixture`), never its tests.
 
 Importing this package does nothing. :mod:`.main`, the command, checks its
 command line (:mod:`.command_line`) and takes its port (:mod:`.loopback`)
