@@ -315,8 +315,11 @@ def policy_target(context, mapping):
         raise exception.RequestRefused(
             404, nova_exception.InstanceNotFound(
                 instance_id=mapping.instance_uuid).format_message())
-    return {'project_id': mapping.project_id,
-            'user_id': mapping.user_id}
+    # Mappings written before Nova stored their user (and some of Nova's
+    # own test fixtures) have none: the target then names no user, as an
+    # instance without one would.
+    user_id = mapping.user_id if mapping.obj_attr_is_set('user_id') else None
+    return {'project_id': mapping.project_id, 'user_id': user_id}
 
 
 @api_db_api.context_manager.reader
