@@ -28,9 +28,6 @@ import inspect
 # Nova is imported inside the functions: patch_eventlet runs before
 # anything of Nova but nova.monkey_patch may be imported.
 
-#: The Nova releases this module knows the differences of.
-SUPPORTED_RELEASES = '2024.1 (Nova 29) .. 2026.2 (Nova 34)'
-
 
 @functools.lru_cache(maxsize=None)
 def _takes(function, parameter):

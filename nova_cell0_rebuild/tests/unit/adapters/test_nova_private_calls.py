@@ -18,7 +18,6 @@ instead of failing a rebuild in production.
 
 import ast
 import importlib
-import importlib.metadata
 import inspect
 import os
 
@@ -26,8 +25,9 @@ import ddt
 import testtools
 
 from nova_cell0_rebuild.adapters import nova_private_calls as table
+from nova_cell0_rebuild.tests import microversions as mv
 
-NOVA_MAJOR = int(importlib.metadata.version('nova').split('.')[0])
+NOVA_MAJOR = mv.NOVA_MAJOR
 ADAPTERS = os.path.dirname(os.path.abspath(table.__file__))
 
 
