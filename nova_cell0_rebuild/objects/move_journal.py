@@ -261,6 +261,16 @@ class MoveJournal(base.Cell0RebuildObject):
         self._context = context
         self.obj_reset_changes()
 
+    def bind(self, context):
+        """Make the journal's writes use *context* from now on.
+
+        A fenced write made inside an API-database transaction of Nova's
+        joins it only with the same context (when the plugin's tables
+        share that database): the fence and the write it guards then
+        commit or roll back together.
+        """
+        self._context = context
+
     def _swap(self, expected, values):
         """Write *values* if this holder still holds the lease (fenced)."""
         now = timeutils.utcnow()

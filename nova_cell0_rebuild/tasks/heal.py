@@ -34,7 +34,12 @@ cell0 row                                   the old holder off), mapped to
                                             cell0 again: rolled back
 BuildRequest, no cell0 row, not yet cast    buried in cell0 again with its
                                             fault: rolled back
+its lease taken over while heal undid it    left alone and reported: the
+(another heal, heal slower than the lease)  new holder finishes the undo
 ==========================================  ================================
+
+Heal reports what its undo really did (tasks/undo.py returns it), never
+"rolled back" for an undo that another actor finished.
 
 Running heal again changes nothing: a healed journal is no longer in
 progress, and one left alone holds heal's own fresh lease.
@@ -51,7 +56,8 @@ from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild import objects
 from nova_cell0_rebuild.objects import fields
-from nova_cell0_rebuild.tasks import rebuild_from_cell0
+from nova_cell0_rebuild.tasks import move_states
+from nova_cell0_rebuild.tasks import undo
 
 LOG = logging.getLogger(__name__)
 
@@ -63,7 +69,18 @@ DELETED = 'deleted'
 DONE = 'done'
 ROLLED_BACK = 'rolled back'
 LEFT_ALONE = 'left alone: the cast may have been sent'
+TAKEN_OVER = 'left alone: another heal took the move over'
+CHANGED = 'left alone: the server moved on meanwhile'
 FAILED = 'failed, retried by the next heal: %s'
+
+
+#: What heal reports for each outcome of its undo: what it really did.
+UNDONE = {
+    move_states.Outcome.APPLIED: ROLLED_BACK,
+    move_states.Outcome.LEASE_LOST: TAKEN_OVER,
+    move_states.Outcome.SERVER_GONE: DELETED,
+    move_states.Outcome.CHANGED_UNDERNEATH: CHANGED,
+}
 
 
 def heal_owner():
@@ -88,16 +105,7 @@ def heal_move(context, journal, lease_seconds):
     cell0 = pipeline.get_cell0(admin)
     mapping = nova_servers.get_mapping(admin, uuid)
     if mapping is None or mapping.queued_for_delete:
-        pipeline.drop_build_request(admin, uuid)
-        may_be_cast = journal.step in (Step.CASTING, Step.CAST_SENT)
-        instance = nova_servers.get_cell0_instance(admin, cell0, uuid)
-        if instance is not None and not may_be_cast:
-            # After the cast a cell0 row is the conductor's burial, which
-            # it soft-deletes itself for archive.
-            pipeline.destroy_cell0_instance(admin, cell0, instance)
-        journal.destroy()
-        deleted_servers.forget_deleted_server(admin, uuid, may_be_cast)
-        outcome = DELETED
+        outcome = _forget_deleted(admin, cell0, journal)
     elif mapping.cell_mapping is not None and not nova_servers.is_cell0(
             mapping.cell_mapping):
         try:
@@ -111,12 +119,28 @@ def heal_move(context, journal, lease_seconds):
         # late, delete the mapping of a server that then lives in cell0.
         outcome = LEFT_ALONE
     else:
-        rebuild_from_cell0.undo(admin, cell0, journal,
-                                RuntimeError('interrupted, healed'))
-        outcome = ROLLED_BACK
+        outcome = UNDONE[undo.undo(admin, cell0, journal,
+                                   RuntimeError('interrupted, healed'))]
+        if outcome == DELETED:
+            outcome = _forget_deleted(admin, cell0, journal)
     LOG.info('Healed the move of server %s out of cell0 (step %s): %s',
              uuid, journal.step, outcome)
     return outcome
+
+
+def _forget_deleted(admin, cell0, journal):
+    """Remove what a server deleted during its move left behind."""
+    uuid = journal.instance_uuid
+    pipeline.drop_build_request(admin, uuid)
+    may_be_cast = journal.step in (Step.CASTING, Step.CAST_SENT)
+    instance = nova_servers.get_cell0_instance(admin, cell0, uuid)
+    if instance is not None and not may_be_cast:
+        # After the cast a cell0 row is the conductor's burial, which
+        # it soft-deletes itself for archive.
+        pipeline.destroy_cell0_instance(admin, cell0, instance)
+    journal.destroy()
+    deleted_servers.forget_deleted_server(admin, uuid, may_be_cast)
+    return DELETED
 
 
 def heal(context, lease_seconds, instance_uuid=None):

@@ -102,17 +102,20 @@ def stash_in_move(admin, instance, request_id, history, also=None):
     return _stash
 
 
-def bury_again(admin, cell0, build_request, fault_message):
+def bury_again(admin, cell0, build_request, fault_message, fence=None):
     """The pipeline's bury_again with the server's stashed history.
 
     The history and its faults are restored in the burial's own cell0
     transaction; the stash goes once the server is buried.
+
+    :param fence: as the pipeline's: refuses the remap of a caller that
+        lost its lease (and raises).
     """
     stash = objects.ServerHistory.get_by_instance_uuid(
         admin, build_request.instance_uuid)
     buried = pipeline.bury_again(
         admin, cell0, build_request, fault_message,
-        history=stash.history if stash is not None else None)
+        history=stash.history if stash is not None else None, fence=fence)
     if stash is not None and buried:
         stash.destroy()
     return buried
