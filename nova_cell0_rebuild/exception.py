@@ -59,6 +59,17 @@ class GateRefused(RequestRefused):
         super().__init__(status, message)
 
 
+class ServerChangedDuringMove(RequestRefused):
+    """Nova accepted a write to the server while it was being moved.
+
+    The move was undone with the write kept; the rebuild may be tried
+    again from a fresh read of the server.
+    """
+
+    def __init__(self, message):
+        super().__init__(409, message)
+
+
 class GateLoadError(InvalidConfiguration):
     msg_fmt = _('Invalid [cell0_rebuild] enabled_gates: %(reason)s')
 

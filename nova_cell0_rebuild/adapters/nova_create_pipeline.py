@@ -302,7 +302,8 @@ def drop_build_request(context, instance_uuid):
 
 
 @api_db_api.context_manager.writer
-def _remap_to_cell0_and_drop_build_request(context, instance_uuid, cell_id):
+def _remap_to_cell0_and_drop_build_request(context, instance_uuid, cell_id,
+                                           fence=None):
     remapped = context.session.query(api_models.InstanceMapping).filter_by(
         instance_uuid=instance_uuid, cell_id=None).filter(
             _not_queued_for_delete()).update(
@@ -311,10 +312,15 @@ def _remap_to_cell0_and_drop_build_request(context, instance_uuid, cell_id):
         instance_uuid=instance_uuid).delete(synchronize_session=False)
     if remapped != 1 or deleted != 1:
         raise MoveConflict(uuid=instance_uuid)
+    if fence is not None:
+        # Joins this transaction (same context) when the plugin's tables
+        # share the API database: the lease is proven atomically with the
+        # remap, and a refused fence rolls the remap back.
+        fence()
 
 
 def bury_again(context, cell0, build_request, fault_message,
-               history=None):
+               history=None, fence=None):
     """Put a server whose move failed back in cell0, in ERROR, as it was.
 
     What the conductor's burial does, for a move that lost its cell0 rows
@@ -324,28 +330,55 @@ def bury_again(context, cell0, build_request, fault_message,
     nothing there, and the BuildRequest still holds it all), then its
     mapping points at cell0 again and the BuildRequest goes.
 
+    Two undos of one move may overlap (one slower than its lease, and heal
+    that took the lease over). The cell0 row is unique, written whole by
+    the first; a second adopts it. An undo whose remap is refused removes
+    the row it wrote only when that row can never be the server's home:
+    the server is deleted or lives in a real cell. A mapping to cell0 means
+    another undo adopted the row; a mapping to no cell means the lease's
+    holder still decides, and adopts the row when it sees it.
+
     :param history: the server's stashed cell0 history
         (nova_instance_history.read); without it, a fault made of
         *fault_message* stands for the one it was buried with.
-    :returns: False when the server was deleted (or taken by the
-        conductor) meanwhile; nothing is left in cell0 then.
+    :param fence: called in the remap's transaction; it raises to refuse
+        the remap (the caller lost its lease).
+    :returns: whether this call mapped the server to its cell0 row.
+    :raises: what *fence* raises, once the row is dealt with.
     """
     instance = build_request.get_new_instance(context)
     instance.vm_state = vm_states.ERROR
     instance.task_state = None
-    with nova_context.target_cell(context, cell0) as cctxt:
-        # Nova's own writes below join this transaction: same context.
-        with main_db_api.get_context_manager(cctxt).writer.using(
-                cctxt) as session:
-            _write_buried(cctxt, session, instance, build_request,
-                          fault_message, history, cell0)
+    wrote = True
+    try:
+        with nova_context.target_cell(context, cell0) as cctxt:
+            # Nova's own writes below join this transaction: same context.
+            with main_db_api.get_context_manager(cctxt).writer.using(
+                    cctxt) as session:
+                _write_buried(cctxt, session, instance, build_request,
+                              fault_message, history, cell0)
+    except db_exc.DBDuplicateEntry:
+        # Another undo of this move wrote it, whole: adopt it.
+        wrote = False
     try:
         _remap_to_cell0_and_drop_build_request(context, instance.uuid,
-                                               cell0.id)
-    except MoveConflict:
-        destroy_cell0_instance(context, cell0, instance)
-        return False
+                                               cell0.id, fence=fence)
+    except Exception:
+        if wrote and _never_home(context, instance.uuid):
+            destroy_cell0_instance(context, cell0, instance)
+        raise
     return True
+
+
+def _never_home(context, instance_uuid):
+    """Whether a cell0 row of the server can never become its home."""
+    mapping = nova_servers.get_mapping(context, instance_uuid)
+    if mapping is None:
+        return True
+    if mapping.cell_mapping is None:
+        # Queued for delete: Nova deleted its BuildRequest, not this row.
+        return bool(mapping.queued_for_delete)
+    return not nova_servers.is_cell0(mapping.cell_mapping)
 
 
 def _write_buried(cctxt, session, instance, build_request, fault_message,
@@ -369,14 +402,16 @@ def _write_buried(cctxt, session, instance, build_request, fault_message,
         message=fault_message or '', details='', host=None).create()
 
 
-def move_back_to_cell0(context, instance_uuid, cell0):
+def move_back_to_cell0(context, instance_uuid, cell0, fence=None):
     """Undo :func:`move_to_build_request` while the cell0 rows still exist.
 
+    :param fence: called in the remap's transaction; it raises to refuse
+        the remap (the caller lost its lease), and that propagates.
     :returns: whether the mapping pointed at no cell and was restored.
     """
     try:
         _remap_to_cell0_and_drop_build_request(context, instance_uuid,
-                                               cell0.id)
+                                               cell0.id, fence=fence)
     except MoveConflict:
         return False
     return True
@@ -443,7 +478,8 @@ _ROWS_OF_INSTANCE = (
 )
 
 
-def destroy_cell0_instance(context, cell0, instance, task_state=None):
+def destroy_cell0_instance(context, cell0, instance, task_state=None,
+                           copied=None):
     """Hard-delete every cell0 row of the instance, in one transaction.
 
     Hard, not soft: soft-deleted rows would later make ``nova-manage db
@@ -453,8 +489,14 @@ def destroy_cell0_instance(context, cell0, instance, task_state=None):
 
     :param task_state: delete only while the instance still has this task
         state (the move's claim).
+    :param copied: delete only while the instance row holds what this
+        instance (as the move read and copied it) holds: a write Nova
+        accepted since (a rename, a lock, a reset of its state) is never
+        deleted with the row. Compared in the same DELETE, so it costs no
+        statement.
     :returns: whether the instance was there to delete (with *task_state*
-        given, still claimed); if not, nothing is deleted.
+        or *copied* given, still claimed and unchanged); if not, nothing is
+        deleted.
     """
     uuid = instance.uuid
     with nova_context.target_cell(context, cell0) as cctxt:
@@ -477,12 +519,48 @@ def destroy_cell0_instance(context, cell0, instance, task_state=None):
                     uuid=uuid, deleted=0)
                 if task_state is not None:
                     query = query.filter_by(task_state=task_state)
+                if copied is not None:
+                    query = query.filter(*_unchanged_since_copied(
+                        session, copied))
                 if query.delete(synchronize_session=False) != 1:
                     # Rolls the other deletes back with the transaction.
                     raise _NotDeleted()
         except _NotDeleted:
             return False
     return True
+
+
+#: Columns of Nova's instances table a move copies and that Nova's API can
+#: write while the server is in cell0 (see doc/source/admin/
+#: concurrent-edits.rst): the update (name, description, hostname), lock
+#: and unlock, reset-state, and what an admin may change directly.
+COMPARED_COLUMNS = tuple(sorted(
+    (INSTANCE_COPIED & frozenset(
+        column.name for column in main_models.Instance.__table__.columns))
+    | {'vm_state'}))
+
+
+def _unchanged_since_copied(session, instance):
+    """SQL criteria: the instance row still holds what *instance* holds.
+
+    Exact comparisons: MySQL compares strings case-insensitively and
+    ignores trailing spaces under Nova's collation, so a rename from 'web'
+    to 'Web ' would look unchanged there without BINARY.
+    """
+    exact = session.bind.dialect.name == 'mysql'
+    criteria = []
+    for name in COMPARED_COLUMNS:
+        if not instance.obj_attr_is_set(name):
+            continue
+        column = getattr(main_models.Instance, name)
+        value = getattr(instance, name)
+        if value is None:
+            criteria.append(column.is_(None))
+        elif exact and isinstance(value, str):
+            criteria.append(sa.func.binary(column) == value)
+        else:
+            criteria.append(column == value)
+    return criteria
 
 
 class _NotDeleted(Exception):

@@ -54,6 +54,13 @@ _NOT_IN_CELL0 = _('Instance %s is not in cell0: it cannot be rebuilt from '
                   'cell0 (it may have been rebuilt from cell0 already).')
 _IN_PROGRESS = _("Instance %s is in an invalid state for 'rebuild' from "
                  "cell0: another rebuild is in progress.")
+_CHANGED = _("Instance %s was changed by other requests while it was being "
+             "rebuilt from cell0, each time: nothing was rebuilt; retry "
+             "the rebuild.")
+
+#: How many times a rebuild is tried from a fresh read of the server when
+#: Nova accepted a write to it while it moved (a rename, a lock).
+MOVE_ATTEMPTS = 3
 
 
 @dataclasses.dataclass(frozen=True)
@@ -278,12 +285,28 @@ class RebuildFromCell0(object):
         """Rebuild an authorized server from cell0; the API and CLI path.
 
         Heals an interrupted move of the server first, runs the gates,
-        validates the rebuild as Nova's would and moves the server.
+        validates the rebuild as Nova's would and moves the server. When
+        Nova accepted a write to the server while it moved, the move was
+        undone with the write kept, and it is tried again from a fresh
+        read (gates included: a lock that landed meanwhile refuses it).
 
         :param rebuild: a rebuild object valid against Nova's schema.
         :returns: Rebuilt.
         :raises: RequestRefused (gates, validation, a concurrent move).
         """
+        for attempt in range(1, MOVE_ATTEMPTS + 1):
+            try:
+                return self._rebuild_once(context, instance, mapping,
+                                          rebuild)
+            except exception.ServerChangedDuringMove:
+                if attempt == MOVE_ATTEMPTS:
+                    raise
+                LOG.info('Server %s changed while it moved out of cell0 '
+                         '(attempt %d of %d): trying again from a fresh '
+                         'read', instance.uuid, attempt, MOVE_ATTEMPTS)
+                instance = nova_compute.get_server_in_cell(context, mapping)
+
+    def _rebuild_once(self, context, instance, mapping, rebuild):
         server_id = instance.uuid
         admin = context.elevated()
         journal = objects.MoveJournal.get_by_instance_uuid(admin, server_id)
@@ -323,6 +346,8 @@ class RebuildFromCell0(object):
                     rebuild_from_cell0.LeaseLost,
                     exception.MoveInProgress, exception.MoveInterrupted):
                 raise exception.RequestRefused(409, _IN_PROGRESS % server_id)
+            except rebuild_from_cell0.ChangedUnderneath:
+                raise exception.ServerChangedDuringMove(_CHANGED % server_id)
             outcome.server_deleted = build_request is None
         return Rebuilt(prepared, build_request)
 

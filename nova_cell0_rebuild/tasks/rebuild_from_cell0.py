@@ -46,24 +46,25 @@ since the conductor may be building the server.
 import os
 import socket
 
-from nova.compute import task_states
 from oslo_log import log as logging
 
 from nova_cell0_rebuild.adapters import nova_create_pipeline as pipeline
 from nova_cell0_rebuild.adapters import nova_deleted_servers as deleted_servers
-from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild.db import api as db_api
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild import objects
 from nova_cell0_rebuild.objects import fields
 from nova_cell0_rebuild.objects import move_journal
 from nova_cell0_rebuild.tasks import base
+from nova_cell0_rebuild.tasks import move_states
 from nova_cell0_rebuild.tasks import server_history
+from nova_cell0_rebuild.tasks import undo
 
 LOG = logging.getLogger(__name__)
 
 #: The task state that claims a cell0 instance while it is moved.
-CLAIM = task_states.REBUILDING
+CLAIM = undo.CLAIM
+Outcome = move_states.Outcome
 
 Step = fields.MoveStep
 Status = fields.MoveStatus
@@ -77,6 +78,28 @@ class LeaseLost(exception.Cell0RebuildException):
     """Another actor took the move over; this one must not act any more."""
 
     msg_fmt = 'The move of instance %(uuid)s was taken over.'
+
+
+class ChangedUnderneath(exception.Cell0RebuildException):
+    """Nova accepted a write to the server after the move copied it.
+
+    The move is undone (the write stays on the cell0 row) and may be
+    tried again from a fresh read of the server.
+    """
+
+    msg_fmt = ('Instance %(uuid)s changed while it was being rebuilt from '
+               'cell0.')
+
+
+def _raise_unless_applied(outcome, uuid):
+    """Turn a fenced transition's outcome into the task's control flow."""
+    if outcome is Outcome.APPLIED:
+        return
+    if outcome is Outcome.SERVER_GONE:
+        raise ServerGone()
+    if outcome is Outcome.LEASE_LOST:
+        raise LeaseLost(uuid=uuid)
+    raise ChangedUnderneath(uuid=uuid)
 
 
 def lease_owner(request_id=None):
@@ -182,13 +205,8 @@ class RebuildFromCell0Task(base.TaskBase):
         :raises: LeaseLost when it was taken over; ServerGone when the
             journal was forgotten because the server was deleted.
         """
-        try:
-            return write(*args)
-        except exception.JournalConflict:
-            if objects.MoveJournal.get_by_instance_uuid(
-                    self.admin, self.instance.uuid) is None:
-                raise ServerGone()
-            raise LeaseLost(uuid=self.instance.uuid)
+        _raise_unless_applied(move_states.fenced(self.journal, write, *args),
+                              self.instance.uuid)
 
     def _heartbeat(self):
         self._fenced(self.journal.heartbeat)
@@ -199,11 +217,14 @@ class RebuildFromCell0Task(base.TaskBase):
         # after it catch a heal or a DELETE that came in between.
         if not pipeline.destroy_cell0_instance(
                 self.admin, self.server.cell0, self.instance,
-                task_state=CLAIM):
-            # The claim is gone: heal released it to fence this move off,
-            # or (nothing else touches a claimed, unmapped row) Nova's
-            # delete removed the row.
-            raise pipeline.MoveConflict(uuid=self.instance.uuid)
+                task_state=CLAIM, copied=self.instance):
+            # Not the row that was claimed and copied: heal released the
+            # claim to fence this move off, or Nova accepted a write to
+            # the server since it was read (a rename, a lock, a reset of
+            # its state), which must not be dropped with the row.
+            _raise_unless_applied(
+                move_states.why_refused(self.admin, self.journal),
+                self.instance.uuid)
         self._fenced(self.journal.advance, Step.CELL0_ROWS_REMOVED)
 
     def _cast(self):
@@ -291,26 +312,24 @@ class RebuildFromCell0Task(base.TaskBase):
         if self.cast_attempted:
             self._record_forward_error(ex)
             return
-        if isinstance(ex, LeaseLost) or not self._still_holds_lease():
-            LOG.warning('The move of server %s out of cell0 was taken over '
-                        '(%s); its new holder finishes or undoes it',
-                        self.instance.uuid, ex)
+        if isinstance(ex, LeaseLost):
+            self._log_taken_over(ex)
             return
         try:
-            undo(self.admin, self.server.cell0, self.journal, ex)
+            outcome = undo.undo(self.admin, self.server.cell0, self.journal,
+                                ex)
         except Exception:
             LOG.exception('Could not roll back the move of server %s out of '
                           'cell0; nova-cell0-rebuild-manage heal will',
                           self.instance.uuid)
+            return
+        if outcome is Outcome.LEASE_LOST:
+            self._log_taken_over(ex)
 
-    def _still_holds_lease(self):
-        try:
-            self.journal.heartbeat()
-        except Exception:
-            # Lost, or the database cannot tell now: either way not ours
-            # to undo; heal takes the lease over once it expires.
-            return False
-        return True
+    def _log_taken_over(self, ex):
+        LOG.warning('The move of server %s out of cell0 was taken over '
+                    '(%s); its new holder finishes or undoes it',
+                    self.instance.uuid, ex)
 
     def _record_forward_error(self, ex):
         LOG.error('The cast of server %s to the conductor raised %r; the '
@@ -323,35 +342,3 @@ class RebuildFromCell0Task(base.TaskBase):
         except Exception:
             LOG.exception('Could not record the error of the move of '
                           'server %s', self.instance.uuid)
-
-
-def undo(admin, cell0, journal, ex):
-    """Roll back a move that stopped before the conductor got it.
-
-    Used by the task when a step fails while it holds the lease, and by
-    heal once it took the lease of an interrupted move. The cell0 side is
-    fenced first: releasing the claim makes a hard delete by a move that
-    lost its lease find nothing. Then, from what is really there: with the
-    cell0 rows, the move is undone (the BuildRequest goes, the mapping
-    points at cell0 again); without them the server is buried in cell0
-    again from its BuildRequest, as the conductor would have, with its
-    original fault. Every write is a compare-and-swap, so a delete landing
-    meanwhile wins.
-    """
-    uuid = journal.instance_uuid
-    released = pipeline.release(admin, cell0, uuid, CLAIM)
-    has_rows = released or (
-        nova_servers.get_cell0_instance(admin, cell0, uuid) is not None)
-    build_request = pipeline.build_request_pending(admin, uuid)
-    if build_request is not None:
-        if has_rows:
-            pipeline.move_back_to_cell0(admin, uuid, cell0)
-        else:
-            server_history.bury_again(admin, cell0, build_request,
-                                      journal.fault_message)
-    try:
-        journal.finish(Status.ROLLED_BACK,
-                       error=str(ex) or type(ex).__name__)
-    except exception.JournalConflict:
-        # Deleted with its server meanwhile: nothing left to record.
-        LOG.debug('The journal of server %s is gone', uuid)
