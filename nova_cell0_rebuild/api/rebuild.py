@@ -225,30 +225,23 @@ class RebuildFromCell0(object):
     def handle(self, req, body, version, mapping, server_id):
         """Run the rebuild; returns Nova's 202 answer.
 
+        In Nova's order: the body against Nova's schema, the server, the
+        caller's rights on it, then the rebuild; nothing changes before the
+        first three passed.
+
         :raises: RequestRefused, answered as a Nova-style fault.
         """
         context = req.environ['nova.context']
         rebuild = body['rebuild']
-        # Nova's order: the body's schema, the server, then policy; and
-        # nothing changes before all three passed.
         nova_api.validate_rebuild_body(req, body, version)
-        if mapping.cell_mapping is not None and not nova_servers.is_cell0(
-                mapping.cell_mapping):
+        instance = self._find(context, mapping, server_id)
+        self._authorize(context, rebuild, nova_servers.policy_target(
+            context, mapping) if instance is None else {
+                'user_id': instance.user_id,
+                'project_id': instance.project_id})
+        if mapping.cell_mapping is not None and instance is None:
             # The reaper path: Nova would rebuild (re-image) it.
-            self._authorize(context, rebuild,
-                            nova_servers.policy_target(context, mapping))
             raise exception.RequestRefused(409, _NOT_IN_CELL0 % server_id)
-        if mapping.cell_mapping is None:
-            self._authorize(context, rebuild,
-                            nova_servers.policy_target(context, mapping))
-            mapping = self._heal_interrupted(context, server_id)
-        try:
-            instance = nova_compute.get_server_in_cell(context, mapping)
-        except exception.RequestRefused as refusal:
-            raise refusal_after_race(context, server_id, refusal)
-        self._authorize(context, rebuild, {'user_id': instance.user_id,
-                                           'project_id': instance.project_id})
-
         rebuilt = self.rebuild(context, instance, mapping, rebuild)
         try:
             return nova_api.rebuild_response(
@@ -259,6 +252,20 @@ class RebuildFromCell0(object):
             raise exception.RequestRefused(404, gone.explanation)
 
     @staticmethod
+    def _find(context, mapping, server_id):
+        """The server's cell0 instance, as the caller's project sees it.
+
+        :returns: None for a server in a real cell (the reaper path) or
+            left unmapped by a move; its mapping is then the policy target.
+        """
+        if not nova_servers.is_cell0(mapping.cell_mapping):
+            return None
+        try:
+            return nova_compute.get_server_in_cell(context, mapping)
+        except exception.RequestRefused as refusal:
+            raise refusal_after_race(context, server_id, refusal)
+
+    @staticmethod
     def _authorize(context, rebuild, target):
         nova_api.authorize(context, nova_api.NOVA_REBUILD_RULE, target)
         if 'trusted_image_certificates' in rebuild:
@@ -267,52 +274,46 @@ class RebuildFromCell0(object):
         nova_api.authorize(context, rebuild_policies.REBUILD_FROM_CELL0,
                            target)
 
-    def _heal_interrupted(self, context, server_id):
-        """Heal the interrupted move of an authorized caller's server.
-
-        :returns: the server's mapping once healed, pointing at cell0.
-        :raises: RequestRefused: 409 while the move is alive or may have
-            reached the conductor, or the server is no longer in cell0;
-            404 when it is gone.
-        """
-        admin = context.elevated()
-        journal = objects.MoveJournal.get_by_instance_uuid(admin, server_id)
-        if journal is None or not journal.lease_expired(self.lease_seconds):
-            raise exception.RequestRefused(409, _IN_PROGRESS % server_id)
-        return self._heal_then_reload(context, journal)[1]
-
     def rebuild(self, context, instance, mapping, rebuild):
         """Rebuild an authorized server from cell0; the API and CLI path.
 
-        Heals an interrupted move of the server first, runs the gates,
-        validates the rebuild as Nova's would and moves the server. When
-        Nova accepted a write to the server while it moved, the move was
-        undone with the write kept, and it is tried again from a fresh
-        read (gates included: a lock that landed meanwhile refuses it).
+        Heals an interrupted move of the server first (the one way into
+        heal of a rebuild), runs the gates, validates the rebuild as
+        Nova's would and moves the server. When Nova accepted a write to
+        the server while it moved, the move was undone with the write
+        kept, and it is tried again from a fresh read (gates included: a
+        lock that landed meanwhile refuses it).
 
+        :param instance: the server's cell0 instance, or None when a move
+            left it unmapped.
         :param rebuild: a rebuild object valid against Nova's schema.
         :returns: Rebuilt.
         :raises: RequestRefused (gates, validation, a concurrent move).
         """
+        server_id = mapping.instance_uuid
+        journal = objects.MoveJournal.get_by_instance_uuid(
+            context.elevated(), server_id)
+        if journal is not None and journal.lease_expired(self.lease_seconds):
+            instance, mapping = self._heal_then_reload(context, journal)
+            journal = move_journal.UNREAD
+        elif instance is None:
+            raise exception.RequestRefused(409, _IN_PROGRESS % server_id)
         for attempt in range(1, MOVE_ATTEMPTS + 1):
             try:
                 return self._rebuild_once(context, instance, mapping,
-                                          rebuild)
+                                          rebuild, journal)
             except exception.ServerChangedDuringMove:
                 if attempt == MOVE_ATTEMPTS:
                     raise
                 LOG.info('Server %s changed while it moved out of cell0 '
                          '(attempt %d of %d): trying again from a fresh '
-                         'read', instance.uuid, attempt, MOVE_ATTEMPTS)
+                         'read', server_id, attempt, MOVE_ATTEMPTS)
                 instance = nova_compute.get_server_in_cell(context, mapping)
+                journal = move_journal.UNREAD
 
-    def _rebuild_once(self, context, instance, mapping, rebuild):
+    def _rebuild_once(self, context, instance, mapping, rebuild, journal):
         server_id = instance.uuid
         admin = context.elevated()
-        journal = objects.MoveJournal.get_by_instance_uuid(admin, server_id)
-        if journal is not None and journal.lease_expired(self.lease_seconds):
-            instance, mapping = self._heal_then_reload(context, journal)
-            journal = move_journal.UNREAD
         server, bdms = gates_base.Cell0Server.load(context, instance,
                                                    mapping)
         try:
@@ -361,7 +362,7 @@ class RebuildFromCell0(object):
         admin = context.elevated()
         server_id = journal.instance_uuid
         outcome = heal.heal_move(admin, journal, self.lease_seconds)
-        if outcome in (heal.ALIVE, heal.LEFT_ALONE):
+        if outcome in (heal.ALIVE, heal.LEFT_ALONE, heal.TAKEN_OVER):
             raise exception.RequestRefused(409, _IN_PROGRESS % server_id)
         mapping = nova_servers.get_mapping(admin, server_id)
         if mapping is None or mapping.queued_for_delete:
