@@ -20,6 +20,7 @@ cell, its RequestSpec, and the conductor's ``schedule_and_build_instances``.
 import dataclasses
 import typing as ty
 
+import netaddr
 from nova.accelerator import cyborg
 from nova import block_device
 from nova.compute import power_state
@@ -554,6 +555,10 @@ def _unchanged_since_copied(session, instance):
             continue
         column = getattr(main_models.Instance, name)
         value = getattr(instance, name)
+        if isinstance(value, netaddr.IPAddress):
+            # The object holds netaddr's address; Nova's column type takes
+            # (and shortens) its text, as Instance.save() writes it.
+            value = str(value)
         if value is None:
             criteria.append(column.is_(None))
         elif exact and isinstance(value, str):
