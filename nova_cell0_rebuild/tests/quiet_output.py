@@ -18,6 +18,8 @@ for each test), and the INFO lines Nova and oslo.db log outside any test's
 log capture (at import, in a test's clean-up, while oslo.db provisions a
 MySQL or PostgreSQL database): a failure drowned in them. Here:
 
+* a test's details (its captured log) are cut to their head and tail
+  past 1 MiB, so that one verbose failure cannot break the run's stream;
 * a DeprecationWarning is shown only when raised from our package
   (``nova_cell0_rebuild``), which is ours to act on; the others are
   ignored;
@@ -31,6 +33,8 @@ all of this off and brings everything back.
 import logging
 import os
 import warnings
+
+from testtools import content
 
 #: Where a DeprecationWarning still shows: raised from our package.
 OUR_MODULES = r'nova_cell0_rebuild(\.|$)'
@@ -78,3 +82,32 @@ def quiet_at_import():
     # Nova 34 warns, when the functional tests patch eventlet, that its
     # eventlet mode is deprecated: once per process, outside any test.
     logging.getLogger('nova.monkey_patch').setLevel(logging.ERROR)
+
+
+#: The most of one detail (a test's captured log, say) a test reports.
+#: subunit v2 refuses a packet over 4 MiB: a failing test whose log was
+#: longer (a fuzz test's thousand requests, each logged) made stestr stop
+#: storing the run, and the whole run's results were lost with it.
+MAX_DETAIL_BYTES = 1024 * 1024
+_HEAD_BYTES = MAX_DETAIL_BYTES // 4
+
+
+def capped(detail):
+    """*detail* (testtools content) cut to its head and tail when long."""
+    data = b''.join(detail.iter_bytes())
+    if len(data) <= MAX_DETAIL_BYTES:
+        return detail
+    tail = MAX_DETAIL_BYTES - _HEAD_BYTES
+    marker = ('\n[... %d bytes left out: the test output is longer than '
+              '%d bytes ...]\n' % (len(data) - MAX_DETAIL_BYTES,
+                                   MAX_DETAIL_BYTES)).encode()
+    cut = data[:_HEAD_BYTES] + marker + data[-tail:]
+    return content.Content(detail.content_type, lambda: [cut])
+
+
+class CappedDetails(object):
+    """A test case mixin: every detail it reports at most 1 MiB."""
+
+    def getDetails(self):
+        return {name: capped(detail)
+                for name, detail in super().getDetails().items()}

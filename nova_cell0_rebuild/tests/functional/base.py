@@ -51,7 +51,8 @@ class _WarningsFixture(nova_fixtures.WarningsFixture):
         quiet_output.ignore_third_party_deprecations()
 
 
-class Cell0RebuildTestCase(integrated_helpers.InstanceHelperMixin,
+class Cell0RebuildTestCase(quiet_output.CappedDetails,
+                           integrated_helpers.InstanceHelperMixin,
                            test.TestCase):
     """Nova's API (with the filter), scheduler and conductor; no compute.
 

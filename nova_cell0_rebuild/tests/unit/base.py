@@ -21,6 +21,7 @@ from nova_cell0_rebuild import conf as plugin_conf
 from nova_cell0_rebuild.db import api as db_api
 from nova_cell0_rebuild.db import migration
 from nova_cell0_rebuild import objects
+from nova_cell0_rebuild.tests import quiet_output
 
 CONF = cfg.CONF
 
@@ -44,7 +45,7 @@ class Database(fixtures.Fixture):
         migration.db_sync(db_api.get_engine())
 
 
-class TestCase(base.BaseTestCase):
+class TestCase(quiet_output.CappedDetails, base.BaseTestCase):
     """A unit test with the plugin's options registered on CONF."""
 
     def setUp(self):

@@ -58,7 +58,8 @@ class PostgresFixture(_EmptyDatabase,
     pass
 
 
-class BackendTestCase(test_fixtures.OpportunisticDBTestMixin,
+class BackendTestCase(quiet_output.CappedDetails,
+                      test_fixtures.OpportunisticDBTestMixin,
                       oslo_base.BaseTestCase):
     """A test on one database backend, with the plugin pointed at it."""
 
