@@ -18,16 +18,21 @@ The history is read here as plain JSON-able data before the delete
 (:func:`read`) and written back into whatever cell the server lives in
 later (:func:`restore`), idempotently: an action already there (same
 instance and request id) is not written twice, nor a fault already there.
+In a real cell, under a guest that may be running, rows are only added:
+Nova's own rows are never deleted there and the ec2 id never changed.
 """
 
 from nova.compute import instance_actions
 from nova import context as nova_context
 from nova.db.main import api as main_db_api
 from nova.db.main import models as main_models
+from nova.objects import cell_mapping
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
 LOG = logging.getLogger(__name__)
+
+CELL0_UUID = cell_mapping.CellMapping.CELL0_UUID
 
 #: Version of the data :func:`read` returns, stored with it.
 FORMAT = 1
@@ -134,12 +139,19 @@ def _fault_key(fault):
     return (fault['code'], fault['message'], fault['created_at'])
 
 
-def _insert_faults(session, instance_uuid, faults):
-    """Add the stashed faults, keeping the newest fault the latest row.
+def _insert_faults(session, instance_uuid, faults, in_cell0, live):
+    """Add the stashed faults that are missing.
 
-    Nova shows a server's fault with the highest id: when older faults are
-    added beside newer ones (a server buried again), the server's faults
-    are written again in time order, each with its own values.
+    Nova shows a server's fault with the highest id. In cell0, where the
+    plugin buries the server itself, its faults are written again in time
+    order. In a real cell Nova's own rows are never deleted nor changed:
+    the stashed faults (from burials, older than anything the cell wrote)
+    are only added, which keeps the newest shown only while the cell has
+    no fault of the server's yet. A live server with faults of its own
+    there gets them once it is deleted (nobody reads a deleted server's
+    fault as its current one).
+
+    :returns: how many were added, or None when they wait for the delete.
     """
     model = main_models.InstanceFault
     existing = session.query(model).filter_by(
@@ -151,11 +163,15 @@ def _insert_faults(session, instance_uuid, faults):
                if _fault_key(values) not in known]
     if not missing:
         return 0
-    kept = [_to_dict(row, _FAULT_COLUMNS) for row in existing]
-    for row in existing:
-        session.delete(row)
-    session.flush()
-    rows = missing + [_from_dict(f, _FAULT_COLUMNS) for f in kept]
+    rows = missing
+    if in_cell0:
+        rows = missing + [_from_dict(_to_dict(row, _FAULT_COLUMNS),
+                                     _FAULT_COLUMNS) for row in existing]
+        for row in existing:
+            session.delete(row)
+        session.flush()
+    elif existing and live:
+        return None
     # Stable: faults of the same second keep their order.
     rows.sort(key=lambda values: values['created_at'] or
               timeutils.utcnow())
@@ -166,7 +182,12 @@ def _insert_faults(session, instance_uuid, faults):
 
 
 def _keep_ec2_id(session, instance_uuid, ec2_id, cell_name):
-    """Give the server its old ec2 id back where that id is free.
+    """Give the server its old ec2 id back in cell0, where that id is free.
+
+    Only ever called for cell0, where no guest runs: a guest reads its
+    EC2-style instance-id from the metadata service, and changing it under
+    a guest that booted makes it run its first-boot steps again. In a real
+    cell the server keeps the ec2 id the cell gave it when it landed.
 
     Free means no row holds it and the cell's id sequence is past it: an
     id above the sequence would be handed out again to the next server
@@ -206,31 +227,45 @@ def _rename_rebuild_action(session, instance_uuid, request_id):
 
 
 def restore(session, instance_uuid, history, request_id=None,
-            cell=None):
+            cell=None, deleted=False):
     """Write a stashed history into the cell of *session*, idempotently.
+
+    Only rows are added (and the conductor's 'create' of the rebuild
+    renamed): in a real cell nothing of Nova's is deleted, and the ec2 id
+    is left as the cell gave it (see :func:`_keep_ec2_id`).
 
     :param request_id: the move's rebuild request, whose action the
         conductor wrote as 'create': it is renamed 'rebuild'.
-    :param cell: the CellMapping of *session*, named in logs.
-    :returns: whether the history is complete there: the instance exists
-        and, with *request_id*, the conductor's action of the rebuild is
-        there too, or nothing of the history was missing (a move undone
-        before its cell0 rows went). Until then the stash is still
+    :param cell: the CellMapping of *session*; None means a real cell.
+    :param deleted: Nova's delete queued the server (its row may still
+        be live, until its compute deletes it).
+    :returns: whether the history is complete there: the instance exists,
+        its faults were not left for its delete, and, with *request_id*,
+        the conductor's action of the rebuild is there too, or nothing of
+        the history was missing (a move undone before its cell0 rows
+        went). Until then the stash is still
         needed: the conductor maps a server it buries in cell0 before it
         writes its action.
     """
+    in_cell0 = cell is not None and cell.uuid == CELL0_UUID
     # Locking the instance row serialises two readers restoring at once,
     # and a hard delete of the row waits for the restore.
-    instance = session.query(main_models.Instance.id).filter_by(
+    instance = session.query(
+        main_models.Instance.id, main_models.Instance.deleted).filter_by(
         uuid=instance_uuid).with_for_update().first()
     if instance is None:
         return False
     written = _insert_actions(session, instance_uuid,
                               history.get('actions', ()))
-    written += _insert_faults(session, instance_uuid,
-                              history.get('faults', ()))
-    _keep_ec2_id(session, instance_uuid, history.get('ec2_id'),
-                 cell.name if cell is not None else None)
+    faults = _insert_faults(session, instance_uuid,
+                            history.get('faults', ()), in_cell0,
+                            live=not (instance.deleted or deleted))
+    if faults is None:
+        return False  # the faults wait for the server's delete
+    written += faults
+    if in_cell0:
+        _keep_ec2_id(session, instance_uuid, history.get('ec2_id'),
+                     cell.name)
     if request_id is None:
         return True
     renamed = _rename_rebuild_action(session, instance_uuid, request_id)
@@ -238,12 +273,12 @@ def restore(session, instance_uuid, history, request_id=None,
 
 
 def materialise(context, cell_mapping, instance_uuid, history,
-                request_id=None):
+                request_id=None, deleted=False):
     """:func:`restore` in a cell, in one transaction of its own."""
     with nova_context.target_cell(context, cell_mapping) as cctxt:
         with _writer(cctxt) as session:
             return restore(session, instance_uuid, history, request_id,
-                           cell=cell_mapping)
+                           cell=cell_mapping, deleted=deleted)
 
 
 def may_read_actions(context, project_id):

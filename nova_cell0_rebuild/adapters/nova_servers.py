@@ -115,11 +115,14 @@ class Whereabouts(object):
     :ivar queued_for_delete: Nova's delete queued its mapping (NULL, as
         Nova reads it, is not).
     :ivar build_request: a BuildRequest of it exists.
+    :ivar stashed: it has a row in the table joined as *stash* by
+        :func:`where_is` (None: not looked up).
     """
 
     cell_uuid: ty.Optional[str]
     queued_for_delete: bool
     build_request: bool
+    stashed: ty.Optional[bool] = None
 
     @property
     def in_real_cell(self):
@@ -133,28 +136,40 @@ class Whereabouts(object):
 
 
 @api_db_api.context_manager.reader
-def where_is(context, instance_uuids):
+def where_is(context, instance_uuids, stash=None):
     """{uuid: Whereabouts} of the servers that have a mapping.
 
     One indexed statement whatever the number of servers, cells and build
     requests: the mappings (``instance_uuid`` is unique) joined with their
     cell and BuildRequest; no object is loaded or deserialized.
+
+    :param stash: a table in the API database with a unique
+        ``instance_uuid`` (the plugin's stashed histories), outer-joined
+        in the same statement: whether a server has a row there costs
+        nothing more.
     """
     if not instance_uuids:
         return {}
     mapping = api_models.InstanceMapping
     cell = api_models.CellMapping
     request = api_models.BuildRequest
-    rows = context.session.query(
-        mapping.instance_uuid, cell.uuid, mapping.queued_for_delete,
-        request.id).outerjoin(
-            cell, cell.id == mapping.cell_id).outerjoin(
-            request, request.instance_uuid == mapping.instance_uuid).filter(
-            mapping.instance_uuid.in_(list(instance_uuids))).all()
-    return {uuid: Whereabouts(cell_uuid=cell_uuid,
-                              queued_for_delete=bool(queued),
-                              build_request=request_id is not None)
-            for uuid, cell_uuid, queued, request_id in rows}
+    columns = [mapping.instance_uuid, cell.uuid, mapping.queued_for_delete,
+               request.id]
+    if stash is not None:
+        columns.append(stash.c.id)
+    query = context.session.query(*columns).outerjoin(
+        cell, cell.id == mapping.cell_id).outerjoin(
+        request, request.instance_uuid == mapping.instance_uuid)
+    if stash is not None:
+        query = query.outerjoin(
+            stash, stash.c.instance_uuid == mapping.instance_uuid)
+    rows = query.filter(
+        mapping.instance_uuid.in_(list(instance_uuids))).all()
+    return {row[0]: Whereabouts(
+        cell_uuid=row[1], queued_for_delete=bool(row[2]),
+        build_request=row[3] is not None,
+        stashed=(row[4] is not None) if stash is not None else None)
+        for row in rows}
 
 
 def still_in_cell0_or_building(context, instance_uuids):

@@ -25,12 +25,11 @@ import webob.exc
 
 from nova_cell0_rebuild._i18n import _
 from nova_cell0_rebuild.adapters import nova_api
-from nova_cell0_rebuild.adapters import nova_deleted_servers
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild.api import cell0_servers
 from nova_cell0_rebuild.api import create_capture
 from nova_cell0_rebuild.api import rebuild as rebuild_flow
-from nova_cell0_rebuild.api import record_keeping
+from nova_cell0_rebuild.api import server_delete
 from nova_cell0_rebuild import conf as plugin_conf
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild import gates
@@ -126,65 +125,10 @@ class Cell0RebuildFilter(object):
 
     def _delete(self, req, server_id):
         context = req.environ.get('nova.context')
-        if context is None or not self._may_concern_us(context, server_id):
-            return req.get_response(self.application)
-        record = None
-        try:
-            record = record_keeping.record_of_server(
-                context.elevated(), server_id)
-        except Exception:
-            LOG.exception('Could not look up the create record of '
-                          'server %s', server_id)
-        resp = req.get_response(self.application)
-        if resp.status_int == 204:
-            may_be_cast = True
-            try:
-                may_be_cast = record_keeping.forget_deleted(
-                    context.elevated(), server_id, record)
-            except Exception:
-                LOG.exception('Could not forget the create record and move '
-                              'journal of server %s', server_id)
-            self._forget_unbuilt(context, server_id, may_be_cast)
-        return resp
-
-    @staticmethod
-    def _may_concern_us(context, server_id):
-        """Whether a DELETE may leave something of ours to forget.
-
-        Only a server in cell0 or still a BuildRequest can have a move
-        journal, a create record still needed or leftovers of a move: for
-        every other server (and an unknown id, which Nova answers 404) the
-        filter costs this one indexed look-up and nothing more.
-        """
-        try:
-            found = nova_servers.where_is(context.elevated(),
-                                          [server_id]).get(server_id)
-        except Exception:
-            LOG.exception('Could not look up where server %s is; its '
-                          'delete is handled as if it were moving',
-                          server_id)
-            return True
-        return found is not None and not found.in_real_cell
-
-    @staticmethod
-    def _forget_unbuilt(context, server_id, may_be_cast):
-        """What archive never removes of a server Nova deleted unbuilt.
-
-        A server deleted as a BuildRequest (a create, or a move out of
-        cell0) has no instance row for ``archive_deleted_rows`` to find:
-        its RequestSpec and its server group membership would stay for
-        ever. The conductor reads neither from the database. If it may
-        have been sent the server, the mapping and the allocation are its
-        own; if not (a move that stopped before its cast), they go too.
-        """
         if context is None:
-            return
-        try:
-            nova_deleted_servers.forget_deleted_server(
-                context.elevated(), server_id, may_be_cast=may_be_cast)
-        except Exception:
-            LOG.exception('Could not remove the RequestSpec and group '
-                          'membership of deleted server %s', server_id)
+            return req.get_response(self.application)
+        return server_delete.handle(self.application, req, context,
+                                    server_id)
 
     def _cell0_servers(self, req, server_id, project_id):
         """The rebuildability API: unversioned, answered here entirely."""

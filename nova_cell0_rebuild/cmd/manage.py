@@ -303,8 +303,10 @@ class Cell0Commands(object):
         """Delete records and journals of servers that landed or are gone.
 
         Pending create records whose servers are in cell0 are completed,
-        not deleted. Run it periodically (e.g. daily from cron): nothing
-        else deletes the record of a server that landed in a real cell.
+        not deleted. The cell0 history a move stashed is written back into
+        the cell of its server (deleted or not), never dropped unwritten.
+        Run it periodically (e.g. daily from cron): nothing else deletes
+        the record of a server that landed in a real cell.
         """
         try:
             cutoff = before_cutoff(before) if before else timeutils.utcnow()
@@ -326,6 +328,19 @@ class Cell0Commands(object):
                            len(result['accepted_create_records'])))
         for request_id in result['accepted_create_records']:
             self._print('  create record %s' % request_id)
+        if result['server_histories']:
+            self._print('%s the cell0 history of %d servers into their '
+                        'cells.' % ('Would write back' if dry_run
+                                    else 'Wrote back',
+                                    len(result['server_histories'])))
+        for uuid in result['server_histories']:
+            self._print('  history of %s' % uuid)
+        if result['unmapped_server_histories']:
+            self._print('Kept the cell0 history of %d servers archived '
+                        'before it was written back.'
+                        % len(result['unmapped_server_histories']))
+        for uuid in result['unmapped_server_histories']:
+            self._print('  history of %s' % uuid)
         return SUCCESS
 
 

@@ -77,6 +77,16 @@ class ServerHistory(base.Cell0RebuildObject):
         return cls._from_db_object(context, cls(), db_stash)
 
     @staticmethod
+    def table_in_api_database():
+        """The stash table when it lives in the Nova API database, or None.
+
+        For a look-up of Nova's that joins it, in one statement.
+        """
+        if db_api.uses_nova_api_database():
+            return models.ServerHistory.__table__
+        return None
+
+    @staticmethod
     def _get_from_db(context, instance_uuid):
         with db_api.reader(context) as session:
             return session.query(models.ServerHistory).filter_by(

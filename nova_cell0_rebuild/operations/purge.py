@@ -182,20 +182,28 @@ def purge(context, before=None, dry_run=False):
     :param before: a naive UTC datetime; only rows last changed before it.
     :returns: {'create_records': [...], 'move_journal': [...],
         'server_histories': [...]} of the rows deleted (or that would be),
-        by request id and instance uuid, and 'accepted_create_records':
-        pending records completed (or that would be) because their
-        servers are in cell0.
+        by request id and instance uuid (a stashed history is deleted only
+        once written back into its server's cell),
+        'accepted_create_records': pending records completed (or that
+        would be) because their servers are in cell0, and
+        'unmapped_server_histories': stashes kept although their server
+        has no mapping any more (archived before its history could be
+        written back).
     """
     admin = context.elevated()
     if before is None:
         before = timeutils.utcnow()
     records, accepted = purge_records(admin, before, dry_run=dry_run)
     journals = purge_journals(admin, before, dry_run=dry_run)
-    # Nothing writes the stash of a server that is gone any more.
-    histories = list(server_history.stale(admin))
-    if not dry_run:
-        for stash in histories:
-            stash.destroy()
+    # Never dropped unwritten: archive moves what is written back with
+    # the server, into the shadow tables.
+    histories, unmapped = server_history.write_back_or_keep(
+        admin, dry_run=dry_run)
+    for uuid in unmapped:
+        LOG.warning('The history of server %s from cell0 is kept: the '
+                    'server has no mapping any more (archived before its '
+                    'history was written back)', uuid)
     return {'create_records': records, 'move_journal': journals,
             'accepted_create_records': accepted,
-            'server_histories': [h.instance_uuid for h in histories]}
+            'server_histories': histories,
+            'unmapped_server_histories': unmapped}

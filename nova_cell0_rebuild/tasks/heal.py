@@ -26,7 +26,10 @@ server found                                heal
 ==========================================  ================================
 lease alive                                 nothing: the move is running
 deleted (no mapping, or queued for delete)  leftovers removed, journal gone
+                                            (fenced: a heal that lost its
+                                            lease meanwhile says so)
 in a real cell                              done: the conductor built it
+                                            (fenced, as above)
 BuildRequest, cast perhaps sent             left alone and reported: the
                                             conductor may still build it
 mapped to cell0, or a BuildRequest and a    cell0 claim released (fencing
@@ -57,6 +60,7 @@ from nova_cell0_rebuild import exception
 from nova_cell0_rebuild import objects
 from nova_cell0_rebuild.objects import fields
 from nova_cell0_rebuild.tasks import move_states
+from nova_cell0_rebuild.tasks import server_history
 from nova_cell0_rebuild.tasks import undo
 
 LOG = logging.getLogger(__name__)
@@ -81,6 +85,15 @@ UNDONE = {
     move_states.Outcome.SERVER_GONE: DELETED,
     move_states.Outcome.CHANGED_UNDERNEATH: CHANGED,
 }
+
+
+#: What heal reports for each outcome of its fenced ``finish`` (done).
+FINISHED = {**UNDONE, move_states.Outcome.APPLIED: DONE}
+
+
+#: Outcomes of a fenced write after which the move is another actor's.
+_NOT_OURS = (move_states.Outcome.LEASE_LOST,
+             move_states.Outcome.CHANGED_UNDERNEATH)
 
 
 def heal_owner():
@@ -108,12 +121,10 @@ def heal_move(context, journal, lease_seconds):
         outcome = _forget_deleted(admin, cell0, journal)
     elif mapping.cell_mapping is not None and not nova_servers.is_cell0(
             mapping.cell_mapping):
-        try:
-            journal.finish(Status.DONE)
-            outcome = DONE
-        except exception.JournalConflict:
-            # Forgotten with its server, deleted since it was mapped.
-            outcome = DELETED
+        # Fenced: a heal that lost its lease says so, and one whose
+        # journal the server's DELETE forgot says the server is gone.
+        outcome = FINISHED[move_states.fenced(journal, journal.finish,
+                                              Status.DONE)]
     elif journal.step == Step.CASTING and mapping.cell_mapping is None:
         # Burying it again would make the conductor, if it got the cast
         # late, delete the mapping of a server that then lives in cell0.
@@ -129,7 +140,17 @@ def heal_move(context, journal, lease_seconds):
 
 
 def _forget_deleted(admin, cell0, journal):
-    """Remove what a server deleted during its move left behind."""
+    """Remove what a server deleted during its move left behind.
+
+    Only while heal holds the lease (proved first), and the journal goes
+    last, fenced: a heal that lost the lease meanwhile (slower than it)
+    reports that the move was taken over, not that it removed it. What
+    it removed before is the deleted server's, the same whoever removes
+    it.
+    """
+    proved = move_states.fenced(journal, journal.heartbeat)
+    if proved in _NOT_OURS:
+        return UNDONE[proved]
     uuid = journal.instance_uuid
     pipeline.drop_build_request(admin, uuid)
     may_be_cast = journal.step in (Step.CASTING, Step.CAST_SENT)
@@ -138,8 +159,14 @@ def _forget_deleted(admin, cell0, journal):
         # After the cast a cell0 row is the conductor's burial, which
         # it soft-deletes itself for archive.
         pipeline.destroy_cell0_instance(admin, cell0, instance)
-    journal.destroy()
-    deleted_servers.forget_deleted_server(admin, uuid, may_be_cast)
+    forgotten = move_states.fenced(journal, journal.destroy_if_unchanged)
+    if forgotten in _NOT_OURS:
+        return UNDONE[forgotten]
+    if deleted_servers.forget_deleted_server(admin, uuid, may_be_cast) and (
+            not may_be_cast):
+        server_history.forget_unwritable(admin, uuid)
+    else:
+        server_history.materialise(admin, uuid)
     return DELETED
 
 

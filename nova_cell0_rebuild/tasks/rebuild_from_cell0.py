@@ -259,8 +259,11 @@ class RebuildFromCell0Task(base.TaskBase):
             LOG.info('Server %s was deleted while it moved out of cell0',
                      self.instance.uuid)
             self.journal.destroy()
-            deleted_servers.forget_deleted_server(
-                self.admin, self.instance.uuid, may_be_cast=False)
+            if deleted_servers.forget_deleted_server(
+                    self.admin, self.instance.uuid, may_be_cast=False):
+                # No cell will ever have a row to write its history into.
+                server_history.forget_unwritable(self.admin,
+                                                 self.instance.uuid)
             return None
         if not self._finish_after_cast():
             return None

@@ -20,14 +20,20 @@ may follow each move, so the stash is written back lazily, idempotently,
 into whatever cell the server is mapped to when it is next needed:
 
 * a reader lists or shows the server's instance actions (the filter);
-* the server is deleted (what Nova keeps of a deleted server, its history
-  is part of, and archive moves it away with the server);
+* the server is deleted, in the DELETE's own request once Nova deleted it
+  (what Nova keeps of a deleted server, its history is part of, and
+  ``nova-manage db archive_deleted_rows`` moves it to the shadow tables
+  with the server); the DELETE's one look-up of the server says whether
+  it has a stash (:func:`whereabouts`);
+* purge runs, for a server in a cell (:func:`write_back_or_keep`);
 * a new move of the server starts (before its history is read again);
 * the server is buried in cell0 again by the plugin (in the same cell0
   transaction as the burial).
 
 The conductor's 'create' action of the rebuild is renamed 'rebuild' then.
 """
+
+import dataclasses
 
 from oslo_log import log as logging
 
@@ -39,7 +45,27 @@ from nova_cell0_rebuild import objects
 LOG = logging.getLogger(__name__)
 
 
-def materialise(admin, instance_uuid, reader=None):
+def whereabouts(admin, instance_uuid):
+    """Where Nova keeps a server, and whether it has a stash (Whereabouts).
+
+    One indexed statement when the plugin's tables share the API
+    database: the stash table is joined in the look-up of the mapping.
+    With a database of their own, a server in a real cell costs a second
+    indexed look-up, on the stash table.
+
+    :returns: a Whereabouts, or None for a server with no mapping.
+    """
+    table = objects.ServerHistory.table_in_api_database()
+    found = nova_servers.where_is(admin, [instance_uuid],
+                                  stash=table).get(instance_uuid)
+    if found is not None and table is None and found.in_real_cell:
+        stashed = objects.ServerHistory.get_by_instance_uuid(
+            admin, instance_uuid) is not None
+        found = dataclasses.replace(found, stashed=stashed)
+    return found
+
+
+def materialise(admin, instance_uuid, reader=None, deleted_only=False):
     """Write a server's stashed history into the cell it is mapped to.
 
     One indexed SELECT when the server has no stash. The stash goes once
@@ -48,6 +74,10 @@ def materialise(admin, instance_uuid, reader=None):
 
     :param reader: the caller's context: only a caller Nova's policy lets
         list the server's actions causes a write.
+    :param deleted_only: write only if Nova's delete queued the server's
+        mapping: after a DELETE Nova answered 204, that proves it deleted
+        something (an instance with termination disabled is answered 204
+        too, untouched).
     :returns: whether a stash was written back and deleted.
     """
     stash = objects.ServerHistory.get_by_instance_uuid(admin, instance_uuid)
@@ -60,14 +90,40 @@ def materialise(admin, instance_uuid, reader=None):
     if mapping is None or mapping.cell_mapping is None:
         # Still a BuildRequest, or gone: nothing to write into yet.
         return False
+    if deleted_only and not mapping.queued_for_delete:
+        LOG.warning('Nova answered the DELETE of server %s with 204 but did '
+                    'not delete it (termination disabled?): its history '
+                    'stays stashed', instance_uuid)
+        return False
+    return _write_back(admin, stash, mapping)
+
+
+def _write_back(admin, stash, mapping):
+    cell_mapping = mapping.cell_mapping
     complete = nova_instance_history.materialise(
-        admin, mapping.cell_mapping, instance_uuid, stash.history,
-        request_id=stash.request_id)
+        admin, cell_mapping, stash.instance_uuid, stash.history,
+        request_id=stash.request_id,
+        deleted=bool(mapping.queued_for_delete))
     if complete:
         stash.destroy()
         LOG.debug('History of server %s written back into cell %s',
-                  instance_uuid, mapping.cell_mapping.name)
+                  stash.instance_uuid, cell_mapping.name)
     return complete
+
+
+def forget_unwritable(admin, instance_uuid):
+    """Drop the stash of a server deleted before it had a row in a cell.
+
+    Only for a server whose mapping the plugin itself removed because it
+    was deleted as a BuildRequest that was never cast: no cell will ever
+    have a row of it, so its history has nowhere to go (Nova keeps no
+    history of a server that never reached a cell either).
+    """
+    stash = objects.ServerHistory.get_by_instance_uuid(admin, instance_uuid)
+    if stash is not None:
+        stash.destroy()
+        LOG.info('Server %s was deleted before it reached a cell: its '
+                 'history from cell0 is dropped with it', instance_uuid)
 
 
 def prepare(admin, cell0, instance):
@@ -121,21 +177,36 @@ def bury_again(admin, cell0, build_request, fault_message, fence=None):
     return buried
 
 
-def stale(admin, page=200):
-    """Stashes of servers whose history nobody can read any more.
+def write_back_or_keep(admin, page=200, dry_run=False):
+    """Write back the stashes of servers in a cell; list those kept.
 
-    A server archived (no mapping) or deleted before it reached a cell
-    (queued for delete, no cell): Nova shows no actions for it.
+    For purge: a stash is only ever forgotten once written back. A server
+    in a real cell, or deleted in cell0, gets its history now (so that
+    ``nova-manage db archive_deleted_rows`` moves it to the shadow tables
+    with the server, even for a server deleted without passing through
+    the plugin). A server still moving or waiting keeps its stash. A
+    server with no mapping any more was archived (or deleted without a
+    cell) before its history could be written back: its stash is kept,
+    never dropped, and reported.
+
+    :param dry_run: write nothing; list what would be written back.
+    :returns: (instance uuids written back, instance uuids of stashes
+        whose server has no mapping any more).
     """
+    written, unmapped = [], []
     marker = None
     while True:
         stashes = objects.ServerHistory.list_page(admin, marker=marker,
                                                   limit=page)
         if not stashes:
-            return
+            return written, unmapped
         for stash in stashes:
             mapping = nova_servers.get_mapping(admin, stash.instance_uuid)
-            if mapping is None or (mapping.queued_for_delete and
-                                   mapping.cell_mapping is None):
-                yield stash
+            if mapping is None:
+                unmapped.append(stash.instance_uuid)
+            elif mapping.cell_mapping is not None and (
+                    mapping.queued_for_delete or
+                    not nova_servers.is_cell0(mapping.cell_mapping)):
+                if dry_run or _write_back(admin, stash, mapping):
+                    written.append(stash.instance_uuid)
         marker = stashes[-1].id

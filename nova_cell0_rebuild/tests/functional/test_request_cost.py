@@ -129,6 +129,42 @@ class RequestCostTest(_CostTestCase):
         self.assertEqual(1, len(statements), statements)
         self.assertEqual([], self.statements['background'])
 
+    def test_delete_of_a_rebuilt_server(self):
+        # Its history still stashed: the same one look-up (the stash table
+        # joined in it), then, once Nova deleted it, its write-back.
+        stashed = self._create_buried_server()
+        written = self._create_buried_server()
+        self._start_compute('host1')
+        for server in (stashed, written):
+            self.assertEqual(202, self._rebuild(server['id']).status)
+            self._wait_for_state_change(server, 'ACTIVE')
+        # Listing its actions writes the history back: the stash goes.
+        self.api.api_get('/servers/%s/os-instance-actions' % written['id'])
+        statements = self._filter_statements(
+            lambda: self.api.delete_server(written['id']))
+        self.assertEqual(1, len(statements), statements)
+        self.assertIn(models.ServerHistory.__tablename__, statements[0])
+        self.assertTrue(statements[0].lstrip().upper().startswith('SELECT'))
+
+        statements = [bench_sql.compact(bench_sql.normalize(s))
+                      for s in self._filter_statements(
+                          lambda: self.api.delete_server(stashed['id']))]
+        self.assertEqual(
+            'SELECT instance_mappings +cell_mappings,build_requests,'
+            'cell0_rebuild_server_histories WHERE instance_uuid',
+            statements[0])
+        # The write-back: the stash, the mapping, the cell's rows.
+        self.assertEqual(['SELECT cell0_rebuild_server_histories '
+                          'WHERE instance_uuid'], statements[1:2])
+        self.assertEqual('DELETE cell0_rebuild_server_histories WHERE id',
+                         statements[-1])
+        self.assertNotIn('DELETE instance_faults', ' '.join(statements))
+        self.assertNotIn('UPDATE instance_id_mappings',
+                         ' '.join(statements))
+        self.assertEqual([], self.statements['background'])
+        self.assertIsNone(objects.ServerHistory.get_by_instance_uuid(
+            self.admin_context, stashed['id']))
+
     def test_actions_on_a_server_in_a_cell(self):
         server = self._active_server()
         # An action that is not a rebuild: nothing.

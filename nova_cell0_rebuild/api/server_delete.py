@@ -1,0 +1,148 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""What the filter does around Nova's ``DELETE /servers/{id}``.
+
+Before Nova acts, one indexed look-up says where the server is and whether
+a move stashed its cell0 history (:func:`server_history.whereabouts`). A
+server in a real cell with no stash (every server the plugin never moved,
+and every moved one whose history was written back) passes to Nova with
+nothing more. Otherwise, once Nova answered 204:
+
+* a server in cell0 or a BuildRequest (perhaps moving): its journal, its
+  create record and what Nova's archive would never remove are forgotten;
+* a server rebuilt into a real cell: its stashed history is written back
+  there, so that ``nova-manage db archive_deleted_rows`` moves it to the
+  shadow tables with the server.
+
+A 204 is not proof of a delete: Nova answers an instance with termination
+disabled 204 too, and changes nothing. Nothing is forgotten or written
+unless the server's mapping is gone or queued for delete afterwards.
+"""
+
+from oslo_log import log as logging
+
+from nova_cell0_rebuild.adapters import nova_deleted_servers
+from nova_cell0_rebuild.adapters import nova_servers
+from nova_cell0_rebuild.api import record_keeping
+from nova_cell0_rebuild.tasks import server_history
+
+LOG = logging.getLogger(__name__)
+
+#: The look-up failed: handled as a server that may be moving.
+_UNKNOWN = object()
+
+
+def handle(application, req, context, server_id):
+    """Pass the DELETE to Nova, then forget or write back what is ours."""
+    admin = context.elevated()
+    before = _look_up(admin, server_id)
+    if before is None:
+        return req.get_response(application)  # no mapping: Nova's 404
+    moving = before is _UNKNOWN or not before.in_real_cell
+    if not moving and not before.stashed:
+        return req.get_response(application)
+    record = _record_of(admin, server_id) if moving else None
+    resp = req.get_response(application)
+    if resp.status_int != 204:
+        return resp
+    if moving:
+        _forget_moving(admin, server_id, record)
+    else:
+        _write_back_history(admin, server_id)
+    return resp
+
+
+def _look_up(admin, server_id):
+    try:
+        return server_history.whereabouts(admin, server_id)
+    except Exception:
+        LOG.exception('Could not look up where server %s is; its delete is '
+                      'handled as if it were moving', server_id)
+        return _UNKNOWN
+
+
+def _record_of(admin, server_id):
+    try:
+        return record_keeping.record_of_server(admin, server_id)
+    except Exception:
+        LOG.exception('Could not look up the create record of server %s',
+                      server_id)
+        return None
+
+
+def _deleted(admin, server_id):
+    """Whether Nova really deleted the server it answered 204 for.
+
+    :returns: True when its mapping is gone or queued for delete, False
+        when it is not (termination disabled), None when unknown.
+    """
+    try:
+        after = nova_servers.where_is(admin, [server_id]).get(server_id)
+    except Exception:
+        LOG.exception('Could not check that server %s was deleted; nothing '
+                      'of it is forgotten (heal and purge will)', server_id)
+        return None
+    if after is not None and not after.queued_for_delete:
+        LOG.warning('Nova answered the DELETE of server %s with 204 but did '
+                    'not delete it (termination disabled?): nothing of it '
+                    'is forgotten', server_id)
+        return False
+    return True
+
+
+def _forget_moving(admin, server_id, record):
+    """Forget the journal and record of a server deleted in cell0 or moving.
+    """
+    if not _deleted(admin, server_id):
+        return
+    may_be_cast = True
+    try:
+        may_be_cast = record_keeping.forget_deleted(admin, server_id, record)
+    except Exception:
+        LOG.exception('Could not forget the create record and move journal '
+                      'of server %s', server_id)
+    forget_unbuilt(admin, server_id, may_be_cast)
+
+
+def forget_unbuilt(admin, server_id, may_be_cast):
+    """What archive never removes of a server Nova deleted unbuilt.
+
+    A server deleted as a BuildRequest (a create, or a move out of cell0)
+    has no instance row for ``archive_deleted_rows`` to find: its
+    RequestSpec and its server group membership would stay for ever. The
+    conductor reads neither from the database. If it may have been sent
+    the server, the mapping and the allocation are its own; if not (a move
+    that stopped before its cast), they go too, and the history the move
+    stashed with them: no cell will ever hold a row to write it into.
+    """
+    try:
+        unbuilt = nova_deleted_servers.forget_deleted_server(
+            admin, server_id, may_be_cast=may_be_cast)
+        if unbuilt and not may_be_cast:
+            server_history.forget_unwritable(admin, server_id)
+    except Exception:
+        LOG.exception('Could not remove the RequestSpec and group '
+                      'membership of deleted server %s', server_id)
+
+
+def _write_back_history(admin, server_id):
+    """Write the stashed history of a deleted rebuilt server into its cell.
+
+    Its mapping, read to find the cell, is also the proof of the delete.
+    """
+    try:
+        server_history.materialise(admin, server_id, deleted_only=True)
+    except Exception:
+        # Kept: purge writes it back before archive can need it.
+        LOG.exception('Could not write back the history of deleted server '
+                      '%s', server_id)
