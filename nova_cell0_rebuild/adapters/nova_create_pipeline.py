@@ -43,6 +43,7 @@ from oslo_db import exception as db_exc
 from oslo_utils import timeutils
 import sqlalchemy as sa
 
+from nova_cell0_rebuild.adapters import nova_copied_content as copied_content
 from nova_cell0_rebuild.adapters import nova_instance_history
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild import exception
@@ -479,7 +480,7 @@ _ROWS_OF_INSTANCE = (
 
 
 def destroy_cell0_instance(context, cell0, instance, task_state=None,
-                           copied=None):
+                           copied=None, history=None):
     """Hard-delete every cell0 row of the instance, in one transaction.
 
     Hard, not soft: soft-deleted rows would later make ``nova-manage db
@@ -491,9 +492,12 @@ def destroy_cell0_instance(context, cell0, instance, task_state=None,
         state (the move's claim).
     :param copied: delete only while the instance row holds what this
         instance (as the move read and copied it) holds: a write Nova
-        accepted since (a rename, a lock, a reset of its state) is never
-        deleted with the row. Compared in the same DELETE, so it costs no
-        statement.
+        accepted since (a rename, a lock and its reason, a reset of its
+        state, a cleared password) is never deleted with the rows. Its
+        columns and system_metadata are compared in the DELETE statements
+        (nova_copied_content), so it costs no statement.
+    :param history: with *copied*: the history the move stashed; an action
+        Nova recorded since is not deleted either.
     :returns: whether the instance was there to delete (with *task_state*
         or *copied* given, still claimed and unchanged); if not, nothing is
         deleted.
@@ -504,9 +508,20 @@ def destroy_cell0_instance(context, cell0, instance, task_state=None,
             with main_db_api.get_context_manager(cctxt).writer.using(
                     cctxt) as session:
                 for model, column in _ROWS_OF_INSTANCE:
-                    session.query(model).filter(
-                        getattr(model, column) == uuid).delete(
-                            synchronize_session=False)
+                    query = session.query(model).filter(
+                        getattr(model, column) == uuid)
+                    if model is main_models.InstanceExtra and (
+                            copied is not None):
+                        # One row per instance, deleted before the
+                        # system_metadata and history rows: its DELETE
+                        # carries their compare-and-swap.
+                        query = query.filter(*copied_content.rest_unchanged(
+                            session, uuid, _copied_system_metadata(copied),
+                            history))
+                        if query.delete(synchronize_session=False) != 1:
+                            raise _NotDeleted()
+                        continue
+                    query.delete(synchronize_session=False)
                 actions = session.query(main_models.InstanceAction.id).filter(
                     main_models.InstanceAction.instance_uuid == uuid)
                 session.query(main_models.InstanceActionEvent).filter(
@@ -520,8 +535,9 @@ def destroy_cell0_instance(context, cell0, instance, task_state=None,
                 if task_state is not None:
                     query = query.filter_by(task_state=task_state)
                 if copied is not None:
-                    query = query.filter(*_unchanged_since_copied(
-                        session, copied))
+                    query = query.filter(
+                        *copied_content.instance_row_unchanged(
+                            session, copied, COMPARED_COLUMNS))
                 if query.delete(synchronize_session=False) != 1:
                     # Rolls the other deletes back with the transaction.
                     raise _NotDeleted()
@@ -534,33 +550,13 @@ def destroy_cell0_instance(context, cell0, instance, task_state=None,
 #: write while the server is in cell0 (see doc/source/admin/
 #: concurrent-edits.rst): the update (name, description, hostname), lock
 #: and unlock, reset-state, and what an admin may change directly.
-COMPARED_COLUMNS = tuple(sorted(
-    (INSTANCE_COPIED & frozenset(
-        column.name for column in main_models.Instance.__table__.columns))
-    | {'vm_state'}))
+COMPARED_COLUMNS = copied_content.compared_columns(INSTANCE_COPIED)
 
 
-def _unchanged_since_copied(session, instance):
-    """SQL criteria: the instance row still holds what *instance* holds.
-
-    Exact comparisons: MySQL compares strings case-insensitively and
-    ignores trailing spaces under Nova's collation, so a rename from 'web'
-    to 'Web ' would look unchanged there without BINARY.
-    """
-    exact = session.bind.dialect.name == 'mysql'
-    criteria = []
-    for name in COMPARED_COLUMNS:
-        if not instance.obj_attr_is_set(name):
-            continue
-        column = getattr(main_models.Instance, name)
-        value = getattr(instance, name)
-        if value is None:
-            criteria.append(column.is_(None))
-        elif exact and isinstance(value, str):
-            criteria.append(sa.func.binary(column) == value)
-        else:
-            criteria.append(column == value)
-    return criteria
+def _copied_system_metadata(copied):
+    if copied.obj_attr_is_set('system_metadata'):
+        return copied.system_metadata
+    return None
 
 
 class _NotDeleted(Exception):

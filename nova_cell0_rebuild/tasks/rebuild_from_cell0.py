@@ -217,11 +217,13 @@ class RebuildFromCell0Task(base.TaskBase):
         # after it catch a heal or a DELETE that came in between.
         if not pipeline.destroy_cell0_instance(
                 self.admin, self.server.cell0, self.instance,
-                task_state=CLAIM, copied=self.instance):
+                task_state=CLAIM, copied=self.instance,
+                history=self.history):
             # Not the row that was claimed and copied: heal released the
             # claim to fence this move off, or Nova accepted a write to
-            # the server since it was read (a rename, a lock, a reset of
-            # its state), which must not be dropped with the row.
+            # the server since it was read (a rename, a lock and its
+            # reason, a reset of its state, a cleared password), which must
+            # not be dropped with the rows.
             _raise_unless_applied(
                 move_states.why_refused(self.admin, self.journal),
                 self.instance.uuid)
