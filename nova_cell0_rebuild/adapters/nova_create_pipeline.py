@@ -40,6 +40,7 @@ from nova.pci import request as pci_request
 from nova.virt import hardware
 from nova.volume import cinder
 from oslo_db import exception as db_exc
+from oslo_serialization import jsonutils
 from oslo_utils import timeutils
 import sqlalchemy as sa
 
@@ -151,6 +152,12 @@ class MoveConflict(exception.Cell0RebuildException):
     msg_fmt = 'Instance %(uuid)s is no longer mapped to cell0.'
 
 
+class RequestSpecChanged(exception.Cell0RebuildException):
+    """Nova wrote the server's RequestSpec since the move read it."""
+
+    msg_fmt = 'The RequestSpec of instance %(uuid)s changed meanwhile.'
+
+
 def clone_bdms(bdms, new_image_id=None):
     """Fresh BDM objects for a new build, every field marked as set.
 
@@ -229,11 +236,34 @@ def _write_build_request_and_unmap(context, build_request, cell_id,
         # Rolls the BuildRequest back with the transaction.
         raise MoveConflict(uuid=build_request.instance_uuid)
     if request_spec is not None:
-        # Joins this transaction: same context.
-        request_spec._context = context
-        request_spec.save()
+        _save_request_spec_unless_changed(context, request_spec)
     if also is not None:
         also()
+
+
+def _save_request_spec_unless_changed(context, request_spec):
+    """``RequestSpec.save()``, refused if Nova changed its stored zone.
+
+    Nova's API writes the RequestSpec of a server in cell0 for one thing:
+    unpinning (or pinning) its availability zone (PUT /servers/{id},
+    2.104). The move read the RequestSpec before its claim; saving it
+    whole would undo such a write. The stored row is read by the same
+    statement ``save()`` reads it with, in this transaction.
+
+    :raises: RequestSpecChanged, which rolls the transaction back.
+    """
+    spec_class = nova_objects.RequestSpec
+    db_spec = spec_class._get_by_instance_uuid_from_db(
+        context, request_spec.instance_uuid)
+    stored = jsonutils.loads(db_spec.spec).get('nova_object.data', {})
+    read = (request_spec.availability_zone
+            if request_spec.obj_attr_is_set('availability_zone') else None)
+    if stored.get('availability_zone') != read:
+        raise RequestSpecChanged(uuid=request_spec.instance_uuid)
+    request_spec._context = context  # joins this transaction
+    db_spec.update(request_spec._get_update_primitives())
+    db_spec.save(context.session)
+    request_spec.obj_reset_changes()
 
 
 def move_to_build_request(context, build_request, cell0, request_spec=None,
@@ -249,7 +279,8 @@ def move_to_build_request(context, build_request, cell0, request_spec=None,
     :param also: called inside that transaction too (the journal's step,
         when the plugin's tables share that database).
     :raises: MoveConflict when the mapping no longer points at cell0 or a
-        BuildRequest for the server exists already.
+        BuildRequest for the server exists already; RequestSpecChanged when
+        Nova changed the server's RequestSpec since it was read.
     """
     try:
         _write_build_request_and_unmap(context, build_request, cell0.id,
@@ -261,19 +292,40 @@ def move_to_build_request(context, build_request, cell0, request_spec=None,
 
 @api_db_api.context_manager.reader
 def still_pending(context, instance_uuid):
-    """Whether the server still waits, unmapped, as a BuildRequest.
+    """The server's instance as its BuildRequest stores it, if it still
+    waits, unmapped, as that BuildRequest; else None.
 
-    What :func:`build_request_pending` answers, in one statement and
-    without loading the BuildRequest: Nova's delete of such a server
-    queues its mapping for delete and removes its BuildRequest.
+    What :func:`build_request_pending` answers, in one statement: Nova's
+    delete of such a server queues its mapping for delete and removes its
+    BuildRequest. The instance is read back because Nova's API writes a
+    rename of a server that is a BuildRequest to it (see
+    :func:`take_stored_edits`).
     """
     mapping = api_models.InstanceMapping
     request = api_models.BuildRequest
-    found = context.session.query(request.id).join(
+    found = context.session.query(request.instance).join(
         mapping, mapping.instance_uuid == request.instance_uuid).filter(
             request.instance_uuid == instance_uuid,
             mapping.cell_id.is_(None), _not_queued_for_delete()).first()
-    return found is not None
+    if found is None:
+        return None
+    return nova_objects.Instance.obj_from_primitive(
+        jsonutils.loads(found.instance))
+
+
+def take_stored_edits(build_request, stored):
+    """Put on the BuildRequest to cast what Nova's API wrote to its row.
+
+    Nova's conductor builds the instance from the BuildRequest it is cast,
+    not from the database: a rename (name, description, hostname) that
+    Nova's API wrote to the BuildRequest since the move wrote it would be
+    lost.
+
+    :param stored: the instance :func:`still_pending` read back.
+    """
+    for field in INSTANCE_COPIED:
+        if stored.obj_attr_is_set(field):
+            setattr(build_request.instance, field, getattr(stored, field))
 
 
 def build_request_pending(context, instance_uuid):
