@@ -50,10 +50,12 @@ load_tests = testscenarios.load_tests_apply_scenarios
 
 #: Each window and the pipeline function the move calls first in it.
 WINDOWS = [
-    ('read', dict(window='claim')),
-    ('claimed', dict(window='new_build_request')),
-    ('build_request_written', dict(window='destroy_cell0_instance')),
-    ('build_request', dict(window='complete_request_spec')),
+    ('read', dict(window='claim', window_name='read')),
+    ('claimed', dict(window='new_build_request', window_name='claimed')),
+    ('build_request_written', dict(window='destroy_cell0_instance',
+                                   window_name='build_request_written')),
+    ('build_request', dict(window='complete_request_spec',
+                           window_name='build_request')),
 ]
 
 JSON = {'Content-Type': 'application/json'}
@@ -95,6 +97,10 @@ class _Edit(object):
         Compared before and after a refused write: nothing changed.
         """
         return test.admin_api.get_server(server_id)
+
+    def visible(self, test, server_id):
+        """What the write changes on the server, its history aside."""
+        return self.observe(test, server_id)
 
 
 class Update(_Edit):
@@ -139,9 +145,11 @@ class LockWithReason(_Edit):
         test.assertIn('lock', test._actions(server_id))
 
     def observe(self, test, server_id):
+        return self.visible(test, server_id) + (test._actions(server_id),)
+
+    def visible(self, test, server_id):
         server = test.admin_api.get_server(server_id)
-        return (server['locked'], server['locked_reason'],
-                test._actions(server_id))
+        return (server['locked'], server['locked_reason'])
 
 
 class NewLockReason(LockWithReason):
@@ -185,9 +193,11 @@ class Unlock(_Edit):
         test.assertIn('unlock', test._actions(server_id))
 
     def observe(self, test, server_id):
+        return self.visible(test, server_id) + (test._actions(server_id),)
+
+    def visible(self, test, server_id):
         server = test.admin_api.get_server(server_id)
-        return (server['locked'], server['locked_reason'],
-                test._actions(server_id))
+        return (server['locked'], server['locked_reason'])
 
 
 class ResetState(_Edit):
@@ -206,6 +216,9 @@ class ResetState(_Edit):
 
     def observe(self, test, server_id):
         return test._actions(server_id)
+
+    def visible(self, test, server_id):
+        return ()  # on a server in ERROR, only the action shows it
 
 
 class ClearPassword(_Edit):
@@ -260,13 +273,16 @@ class UnpinAvailabilityZone(_Edit):
 
 
 EDITS = [
-    ('update', dict(edit=Update())),
-    ('lock_with_reason', dict(edit=LockWithReason())),
-    ('new_lock_reason', dict(edit=NewLockReason())),
-    ('unlock', dict(edit=Unlock())),
-    ('reset_state', dict(edit=ResetState())),
-    ('clear_password', dict(edit=ClearPassword())),
-    ('unpin_availability_zone', dict(edit=UnpinAvailabilityZone())),
+    ('update', dict(edit=Update(), edit_name='update')),
+    ('lock_with_reason', dict(edit=LockWithReason(),
+                              edit_name='lock_with_reason')),
+    ('new_lock_reason', dict(edit=NewLockReason(),
+                             edit_name='new_lock_reason')),
+    ('unlock', dict(edit=Unlock(), edit_name='unlock')),
+    ('reset_state', dict(edit=ResetState(), edit_name='reset_state')),
+    ('clear_password', dict(edit=ClearPassword(), edit_name='clear_password')),
+    ('unpin_availability_zone', dict(edit=UnpinAvailabilityZone(),
+                                     edit_name='unpin_availability_zone')),
 ]
 
 #: Nova's calls that refuse a server in ERROR without a host, or one
@@ -290,16 +306,6 @@ REFUSED = [
                        'rotation': 1}}, None),
     ('trigger_crash_dump', 'api', 'POST', 'action',
      {'trigger_crash_dump': None}, None),
-    ('injectNetworkInfo', 'admin_api', 'POST', 'action',
-     {'injectNetworkInfo': None}, None),
-    ('addFixedIp', 'api', 'POST', 'action',
-     {'addFixedIp': {'networkId': 'net'}}, '2.43'),
-    ('removeFixedIp', 'api', 'POST', 'action',
-     {'removeFixedIp': {'address': '10.0.0.4'}}, '2.43'),
-    ('addSecurityGroup', 'api', 'POST', 'action',
-     {'addSecurityGroup': {'name': 'default'}}, None),
-    ('removeSecurityGroup', 'api', 'POST', 'action',
-     {'removeSecurityGroup': {'name': 'default'}}, None),
     ('changePassword', 'api', 'POST', 'action',
      {'changePassword': {'adminPass': 'x'}}, None),
     ('os-stop', 'api', 'POST', 'action', {'os-stop': None}, None),
@@ -308,6 +314,29 @@ REFUSED = [
     ('attach interface', 'api', 'POST', 'os-interface',
      {'interfaceAttachment': {}}, None),
 ]
+
+
+#: Nova's own 500 for any server without a host (its RPC cannot be
+#: addressed): nothing is written, the move goes on. Left to Nova (see
+#: doc/source/admin/concurrent-edits.rst). addSecurityGroup and
+#: removeSecurityGroup write to Neutron's ports only, and a server in cell0
+#: has none (Nova answers 404); Nova's Neutron fixture cannot answer them.
+HOSTLESS_500 = [
+    ('injectNetworkInfo', 'admin_api', 'POST', 'action',
+     {'injectNetworkInfo': None}, None),
+    ('addFixedIp', 'api', 'POST', 'action',
+     {'addFixedIp': {'networkId': 'net'}}, '2.43'),
+    ('removeFixedIp', 'api', 'POST', 'action',
+     {'removeFixedIp': {'address': '10.0.0.4'}}, '2.43'),
+]
+
+#: Nova's own 500 (OrphanedObjectError) for these writes to a server that
+#: is a BuildRequest, as during any create: nothing is written.
+NOVA_500_ON_BUILD_REQUEST = {
+    'edits': ('lock_with_reason', 'new_lock_reason', 'unlock',
+              'reset_state', 'clear_password'),
+    'windows': ('build_request_written', 'build_request'),
+}
 
 
 class _EditDuringMoveBase(test_move_faults.MoveChecks,
@@ -401,14 +430,25 @@ class EditDuringMoveTest(testscenarios.WithScenarios, _EditDuringMoveBase):
         server_id = server['id']
         self.edit.prepare(self, server_id)
         before = self.edit.observe(self, server_id)
+        before_visible = self.edit.visible(self, server_id)
         answer, rebuilt = self._during_move(
             server_id, lambda: self.edit.make(self, server_id))
         self._assert_ended_once(server, rebuilt)
         if 200 <= answer.status < 300:
             self.edit.landed(self, server_id)
+        elif self._nova_500_on_build_request():
+            self.assertEqual(500, answer.status, answer.body)
+            self.assertIn('OrphanedObjectError', str(answer.body))
+            # Nova recorded the action before it failed: only the action.
+            self.assertEqual(before_visible,
+                             self.edit.visible(self, server_id))
         else:
             self._assert_refused(answer, self.edit)
             self.assertEqual(before, self.edit.observe(self, server_id))
+
+    def _nova_500_on_build_request(self):
+        return (self.edit_name in NOVA_500_ON_BUILD_REQUEST['edits'] and
+                self.window_name in NOVA_500_ON_BUILD_REQUEST['windows'])
 
 
 class RefusedDuringMoveTest(testscenarios.WithScenarios,
@@ -427,7 +467,8 @@ class RefusedDuringMoveTest(testscenarios.WithScenarios,
 
         def make_all():
             answers = []
-            for name, client, method, path, body, version in REFUSED:
+            for name, client, method, path, body, version in (
+                    REFUSED + HOSTLESS_500):
                 api = getattr(self, client)
                 kwargs = {'check_response_status': False}
                 with _microversion(api, version):
@@ -442,10 +483,12 @@ class RefusedDuringMoveTest(testscenarios.WithScenarios,
         answers, rebuilt = self._during_move(server_id, make_all)
         self.assertEqual(202, rebuilt.status, rebuilt.body)
         self._assert_ended_once(server, rebuilt)
-        not_refused = [(name, response.status, response.body)
-                       for name, response in answers
-                       if not self._is_refusal(response)]
-        self.assertEqual([], not_refused)
+        hostless = {name for name, *_ in HOSTLESS_500}
+        unexpected = [(name, response.status, response.body)
+                      for name, response in answers
+                      if not (self._is_refusal(response) or (
+                          name in hostless and response.status == 500))]
+        self.assertEqual([], unexpected)
         self.assertEqual(before, self._user_fields(server_id))
 
 
