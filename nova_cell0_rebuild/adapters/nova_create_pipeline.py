@@ -20,7 +20,6 @@ cell, its RequestSpec, and the conductor's ``schedule_and_build_instances``.
 import dataclasses
 import typing as ty
 
-import netaddr
 from nova.accelerator import cyborg
 from nova import block_device
 from nova.compute import power_state
@@ -41,9 +40,11 @@ from nova.pci import request as pci_request
 from nova.virt import hardware
 from nova.volume import cinder
 from oslo_db import exception as db_exc
+from oslo_serialization import jsonutils
 from oslo_utils import timeutils
 import sqlalchemy as sa
 
+from nova_cell0_rebuild.adapters import nova_copied_content as copied_content
 from nova_cell0_rebuild.adapters import nova_instance_history
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild import exception
@@ -151,6 +152,12 @@ class MoveConflict(exception.Cell0RebuildException):
     msg_fmt = 'Instance %(uuid)s is no longer mapped to cell0.'
 
 
+class RequestSpecChanged(exception.Cell0RebuildException):
+    """Nova wrote the server's RequestSpec since the move read it."""
+
+    msg_fmt = 'The RequestSpec of instance %(uuid)s changed meanwhile.'
+
+
 def clone_bdms(bdms, new_image_id=None):
     """Fresh BDM objects for a new build, every field marked as set.
 
@@ -229,11 +236,34 @@ def _write_build_request_and_unmap(context, build_request, cell_id,
         # Rolls the BuildRequest back with the transaction.
         raise MoveConflict(uuid=build_request.instance_uuid)
     if request_spec is not None:
-        # Joins this transaction: same context.
-        request_spec._context = context
-        request_spec.save()
+        _save_request_spec_unless_changed(context, request_spec)
     if also is not None:
         also()
+
+
+def _save_request_spec_unless_changed(context, request_spec):
+    """``RequestSpec.save()``, refused if Nova changed its stored zone.
+
+    Nova's API writes the RequestSpec of a server in cell0 for one thing:
+    unpinning (or pinning) its availability zone (PUT /servers/{id},
+    2.104). The move read the RequestSpec before its claim; saving it
+    whole would undo such a write. The stored row is read by the same
+    statement ``save()`` reads it with, in this transaction.
+
+    :raises: RequestSpecChanged, which rolls the transaction back.
+    """
+    spec_class = nova_objects.RequestSpec
+    db_spec = spec_class._get_by_instance_uuid_from_db(
+        context, request_spec.instance_uuid)
+    stored = jsonutils.loads(db_spec.spec).get('nova_object.data', {})
+    read = (request_spec.availability_zone
+            if request_spec.obj_attr_is_set('availability_zone') else None)
+    if stored.get('availability_zone') != read:
+        raise RequestSpecChanged(uuid=request_spec.instance_uuid)
+    request_spec._context = context  # joins this transaction
+    db_spec.update(request_spec._get_update_primitives())
+    db_spec.save(context.session)
+    request_spec.obj_reset_changes()
 
 
 def move_to_build_request(context, build_request, cell0, request_spec=None,
@@ -249,7 +279,8 @@ def move_to_build_request(context, build_request, cell0, request_spec=None,
     :param also: called inside that transaction too (the journal's step,
         when the plugin's tables share that database).
     :raises: MoveConflict when the mapping no longer points at cell0 or a
-        BuildRequest for the server exists already.
+        BuildRequest for the server exists already; RequestSpecChanged when
+        Nova changed the server's RequestSpec since it was read.
     """
     try:
         _write_build_request_and_unmap(context, build_request, cell0.id,
@@ -261,19 +292,40 @@ def move_to_build_request(context, build_request, cell0, request_spec=None,
 
 @api_db_api.context_manager.reader
 def still_pending(context, instance_uuid):
-    """Whether the server still waits, unmapped, as a BuildRequest.
+    """The server's instance as its BuildRequest stores it, if it still
+    waits, unmapped, as that BuildRequest; else None.
 
-    What :func:`build_request_pending` answers, in one statement and
-    without loading the BuildRequest: Nova's delete of such a server
-    queues its mapping for delete and removes its BuildRequest.
+    What :func:`build_request_pending` answers, in one statement: Nova's
+    delete of such a server queues its mapping for delete and removes its
+    BuildRequest. The instance is read back because Nova's API writes a
+    rename of a server that is a BuildRequest to it (see
+    :func:`take_stored_edits`).
     """
     mapping = api_models.InstanceMapping
     request = api_models.BuildRequest
-    found = context.session.query(request.id).join(
+    found = context.session.query(request.instance).join(
         mapping, mapping.instance_uuid == request.instance_uuid).filter(
             request.instance_uuid == instance_uuid,
             mapping.cell_id.is_(None), _not_queued_for_delete()).first()
-    return found is not None
+    if found is None:
+        return None
+    return nova_objects.Instance.obj_from_primitive(
+        jsonutils.loads(found.instance))
+
+
+def take_stored_edits(build_request, stored):
+    """Put on the BuildRequest to cast what Nova's API wrote to its row.
+
+    Nova's conductor builds the instance from the BuildRequest it is cast,
+    not from the database: a rename (name, description, hostname) that
+    Nova's API wrote to the BuildRequest since the move wrote it would be
+    lost.
+
+    :param stored: the instance :func:`still_pending` read back.
+    """
+    for field in INSTANCE_COPIED:
+        if stored.obj_attr_is_set(field):
+            setattr(build_request.instance, field, getattr(stored, field))
 
 
 def build_request_pending(context, instance_uuid):
@@ -480,7 +532,7 @@ _ROWS_OF_INSTANCE = (
 
 
 def destroy_cell0_instance(context, cell0, instance, task_state=None,
-                           copied=None):
+                           copied=None, history=None):
     """Hard-delete every cell0 row of the instance, in one transaction.
 
     Hard, not soft: soft-deleted rows would later make ``nova-manage db
@@ -492,9 +544,12 @@ def destroy_cell0_instance(context, cell0, instance, task_state=None,
         state (the move's claim).
     :param copied: delete only while the instance row holds what this
         instance (as the move read and copied it) holds: a write Nova
-        accepted since (a rename, a lock, a reset of its state) is never
-        deleted with the row. Compared in the same DELETE, so it costs no
-        statement.
+        accepted since (a rename, a lock and its reason, a reset of its
+        state, a cleared password) is never deleted with the rows. Its
+        columns and system_metadata are compared in the DELETE statements
+        (nova_copied_content), so it costs no statement.
+    :param history: with *copied*: the history the move stashed; an action
+        Nova recorded since is not deleted either.
     :returns: whether the instance was there to delete (with *task_state*
         or *copied* given, still claimed and unchanged); if not, nothing is
         deleted.
@@ -505,9 +560,20 @@ def destroy_cell0_instance(context, cell0, instance, task_state=None,
             with main_db_api.get_context_manager(cctxt).writer.using(
                     cctxt) as session:
                 for model, column in _ROWS_OF_INSTANCE:
-                    session.query(model).filter(
-                        getattr(model, column) == uuid).delete(
-                            synchronize_session=False)
+                    query = session.query(model).filter(
+                        getattr(model, column) == uuid)
+                    if model is main_models.InstanceExtra and (
+                            copied is not None):
+                        # One row per instance, deleted before the
+                        # system_metadata and history rows: its DELETE
+                        # carries their compare-and-swap.
+                        query = query.filter(*copied_content.rest_unchanged(
+                            session, uuid, _copied_system_metadata(copied),
+                            history))
+                        if query.delete(synchronize_session=False) != 1:
+                            raise _NotDeleted()
+                        continue
+                    query.delete(synchronize_session=False)
                 actions = session.query(main_models.InstanceAction.id).filter(
                     main_models.InstanceAction.instance_uuid == uuid)
                 session.query(main_models.InstanceActionEvent).filter(
@@ -521,8 +587,9 @@ def destroy_cell0_instance(context, cell0, instance, task_state=None,
                 if task_state is not None:
                     query = query.filter_by(task_state=task_state)
                 if copied is not None:
-                    query = query.filter(*_unchanged_since_copied(
-                        session, copied))
+                    query = query.filter(
+                        *copied_content.instance_row_unchanged(
+                            session, copied, COMPARED_COLUMNS))
                 if query.delete(synchronize_session=False) != 1:
                     # Rolls the other deletes back with the transaction.
                     raise _NotDeleted()
@@ -535,37 +602,13 @@ def destroy_cell0_instance(context, cell0, instance, task_state=None,
 #: write while the server is in cell0 (see doc/source/admin/
 #: concurrent-edits.rst): the update (name, description, hostname), lock
 #: and unlock, reset-state, and what an admin may change directly.
-COMPARED_COLUMNS = tuple(sorted(
-    (INSTANCE_COPIED & frozenset(
-        column.name for column in main_models.Instance.__table__.columns))
-    | {'vm_state'}))
+COMPARED_COLUMNS = copied_content.compared_columns(INSTANCE_COPIED)
 
 
-def _unchanged_since_copied(session, instance):
-    """SQL criteria: the instance row still holds what *instance* holds.
-
-    Exact comparisons: MySQL compares strings case-insensitively and
-    ignores trailing spaces under Nova's collation, so a rename from 'web'
-    to 'Web ' would look unchanged there without BINARY.
-    """
-    exact = session.bind.dialect.name == 'mysql'
-    criteria = []
-    for name in COMPARED_COLUMNS:
-        if not instance.obj_attr_is_set(name):
-            continue
-        column = getattr(main_models.Instance, name)
-        value = getattr(instance, name)
-        if isinstance(value, netaddr.IPAddress):
-            # The object holds netaddr's address; Nova's column type takes
-            # (and shortens) its text, as Instance.save() writes it.
-            value = str(value)
-        if value is None:
-            criteria.append(column.is_(None))
-        elif exact and isinstance(value, str):
-            criteria.append(sa.func.binary(column) == value)
-        else:
-            criteria.append(column == value)
-    return criteria
+def _copied_system_metadata(copied):
+    if copied.obj_attr_is_set('system_metadata'):
+        return copied.system_metadata
+    return None
 
 
 class _NotDeleted(Exception):

@@ -110,6 +110,12 @@ CALLS = {
         ('cls', 'context', 'instance_uuids'): _ALL},
     'nova.objects.instance_mapping.InstanceMappingList.destroy_bulk': {
         ('cls', 'context', 'instance_uuids'): _ALL},
+    # nova_create_pipeline: the move saves the RequestSpec as save() does,
+    # comparing the stored availability zone first.
+    'nova.objects.request_spec.RequestSpec._get_by_instance_uuid_from_db': {
+        ('context', 'instance_uuid'): _ALL},
+    'nova.objects.request_spec.RequestSpec._get_update_primitives': {
+        ('self',): _ALL},
     'nova.objects.request_spec.RequestSpec.destroy_bulk': {
         ('cls', 'context', 'instance_uuids'): _ALL},
     # nova_servers, nova_cell0_listing: cells and system metadata.

@@ -178,13 +178,19 @@ class RebuildFromCell0Task(base.TaskBase):
             # Nova API database the fenced journal write below shares the
             # transaction of the writes, which says so atomically.)
             self._heartbeat()
-        pipeline.move_to_build_request(
-            self.admin, self.build_request, self.server.cell0,
-            request_spec=self.request_spec,
-            also=server_history.stash_in_move(
-                self.admin, self.instance, self.context.request_id,
-                self.history,
-                also=self._advance_to_written if in_transaction else None))
+        try:
+            pipeline.move_to_build_request(
+                self.admin, self.build_request, self.server.cell0,
+                request_spec=self.request_spec,
+                also=server_history.stash_in_move(
+                    self.admin, self.instance, self.context.request_id,
+                    self.history,
+                    also=self._advance_to_written if in_transaction
+                    else None))
+        except pipeline.RequestSpecChanged:
+            # Nova unpinned (or pinned) its availability zone meanwhile:
+            # nothing was written; undone and tried again from a new read.
+            raise ChangedUnderneath(uuid=self.instance.uuid)
         if not in_transaction:
             try:
                 self._advance_to_written()
@@ -217,11 +223,13 @@ class RebuildFromCell0Task(base.TaskBase):
         # after it catch a heal or a DELETE that came in between.
         if not pipeline.destroy_cell0_instance(
                 self.admin, self.server.cell0, self.instance,
-                task_state=CLAIM, copied=self.instance):
+                task_state=CLAIM, copied=self.instance,
+                history=self.history):
             # Not the row that was claimed and copied: heal released the
             # claim to fence this move off, or Nova accepted a write to
-            # the server since it was read (a rename, a lock, a reset of
-            # its state), which must not be dropped with the row.
+            # the server since it was read (a rename, a lock and its
+            # reason, a reset of its state, a cleared password), which must
+            # not be dropped with the rows.
             _raise_unless_applied(
                 move_states.why_refused(self.admin, self.journal),
                 self.instance.uuid)
@@ -233,12 +241,15 @@ class RebuildFromCell0Task(base.TaskBase):
             self.request_spec, self.networks, self.resources,
             host=record.requested_host if record else None,
             node=record.requested_hypervisor_hostname if record else None)
-        if not pipeline.still_pending(self.admin, self.instance.uuid):
+        stored = pipeline.still_pending(self.admin, self.instance.uuid)
+        if stored is None:
             # No BuildRequest any more: heal took the move over and buried
             # the server again (the lease says so), or Nova's delete
             # removed it; either way the conductor must not be asked.
             self._heartbeat()
             raise ServerGone()
+        # A rename Nova's API wrote to the BuildRequest meanwhile.
+        pipeline.take_stored_edits(self.build_request, stored)
         # The last fenced write: a move that lost its lease never casts.
         self._fenced(self.journal.advance, Step.CASTING)
         self.cast_attempted = True
