@@ -118,16 +118,43 @@ def fault(req, http_error, version=None):
     return nova_req.get_response(nova_wsgi.Fault(http_error))
 
 
-def _validator(schema):
+def _validator(schema, is_body=True):
     """Nova's validator for a schema, built once per schema as Nova's
     decorators do (building one compiles the schema's formats).
+
+    :param is_body: False for a query string schema: Nova's messages then
+        name the query parameter.
     """
-    key = id(schema)
+    key = (id(schema), is_body)
     cached = _VALIDATORS.get(key)
     if cached is None or cached[0] is not schema:
-        cached = (schema, validators._SchemaValidator(schema, False, True))
+        cached = (schema, validators._SchemaValidator(schema, False,
+                                                      is_body))
         _VALIDATORS[key] = cached
     return cached[1]
+
+
+def validate_query(req, schema):
+    """Validate a query string as Nova's ``query_schema`` decorator does.
+
+    Every value is a list (a parameter may be repeated), as Nova gives
+    its schemas; the schema says which take one value only.
+
+    :returns: {name: [values]}, valid against *schema*.
+    :raises: RequestRefused(400) with Nova's message, also for a query
+        string that is not UTF-8.
+    """
+    try:
+        query = req.GET.dict_of_lists()
+    except UnicodeDecodeError:
+        # Nova's own words (nova.api.validation.query_schema).
+        raise exception.RequestRefused(
+            400, _('Query string is not UTF-8 encoded'))
+    try:
+        _validator(schema, is_body=False).validate(query)
+    except nova_exception.ValidationError as exc:
+        raise exception.RequestRefused(400, exc.format_message())
+    return query
 
 
 def validate_rebuild_body(req, body, version):

@@ -32,12 +32,11 @@ from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild.operations import inventory
 from nova_cell0_rebuild.policies import cell0_servers as policies
+from nova_cell0_rebuild.schemas import cell0_servers as schemas
 
 #: The fields of a server in the answer, in the entries' names.
 _FIELDS = ('name', 'project_id', 'user_id', 'rebuildable', 'refused_by',
            'reason', 'buried_at', 'rebuild_attempts', 'interrupted_move')
-_LIST_PARAMETERS = frozenset(('limit', 'marker', 'all_projects',
-                              'project_id'))
 _NOT_FOUND = _('No server %s is buried in cell0.')
 
 
@@ -53,44 +52,34 @@ def _json(body):
         content_type='application/json', charset='UTF-8')
 
 
-def _invalid(name, value, why):
-    return exception.RequestRefused(400, _(
-        'Invalid input for query parameters %(name)s. Value: %(value)s. '
-        '%(why)s') % {'name': name, 'value': value, 'why': why})
+def _single(query, name, default=None):
+    """The one value of a parameter of a query the schema validated."""
+    return query.get(name, [default])[0]
 
 
-def _check_parameters(req, allowed):
-    """Refuse what a Nova query schema refuses: unknown parameters."""
-    unknown = sorted(set(req.GET) - allowed)
-    if unknown:
-        raise _invalid(unknown[0], req.GET[unknown[0]], _(
-            'Additional properties are not allowed (%s unexpected)')
-            % ', '.join("'%s'" % name for name in unknown))
-
-
-def _limit(req):
+def _limit(query):
     """The page size: ``limit`` capped at Nova's ``[api] max_limit``."""
     most = nova_api.max_limit()
-    value = req.GET.get('limit')
+    value = _single(query, 'limit')
     if value is None:
         return most
-    if not value.isdigit():
-        raise _invalid('limit', value,
-                       _('limit must be a non-negative integer.'))
-    return min(int(value), most)
+    try:
+        return min(int(value), most)
+    except ValueError:
+        # ASCII digits, but more than int() reads (4300 of them).
+        raise exception.RequestRefused(400, _(
+            'Invalid input for query parameters limit: more digits than '
+            'an integer takes.'))
 
 
-def _all_projects(req):
-    value = req.GET.get('all_projects')
+def _all_projects(query):
+    """``all_projects``; alone (``?all_projects``) it is true, as Nova's
+    ``all_tenants``.
+    """
+    value = _single(query, 'all_projects')
     if value is None:
         return False
-    if value == '':
-        return True  # "?all_projects" alone, as Nova's all_tenants
-    try:
-        return strutils.bool_from_string(value, strict=True)
-    except ValueError:
-        raise _invalid('all_projects', value,
-                       _('all_projects must be a boolean.'))
+    return value == '' or strutils.bool_from_string(value, strict=True)
 
 
 class Cell0Servers(object):
@@ -110,13 +99,14 @@ class Cell0Servers(object):
     def index(self, req, context):
         """One page of the buried servers the caller may see.
 
-        :raises: RequestRefused (400 bad query, 403 policy).
+        :raises: RequestRefused (400 a query Nova's way of validating
+            refuses against :data:`schemas.index_query`, 403 policy).
         """
-        _check_parameters(req, _LIST_PARAMETERS)
-        limit = _limit(req)
-        all_projects = _all_projects(req)
-        marker = req.GET.get('marker')
-        project_id = req.GET.get('project_id')
+        query = nova_api.validate_query(req, schemas.index_query)
+        limit = _limit(query)
+        all_projects = _all_projects(query)
+        marker = _single(query, 'marker')
+        project_id = _single(query, 'project_id')
         own = {'project_id': context.project_id,
                'user_id': context.user_id}
         nova_api.authorize(context, policies.LIST, own)
@@ -152,7 +142,7 @@ class Cell0Servers(object):
             server that is not in cell0, unknown or of another project:
             the same answer, so that nothing leaks).
         """
-        _check_parameters(req, frozenset())
+        nova_api.validate_query(req, schemas.show_query)
         not_found = exception.RequestRefused(404, _NOT_FOUND % server_id)
         if not uuidutils.is_uuid_like(server_id):
             raise not_found

@@ -163,24 +163,44 @@ class Cell0RebuildFilter(object):
             LOG.exception('Could not write back the history of server %s',
                           server_id)
 
+    def _undecodable_path(self, req):
+        """Answer a request whose path is not UTF-8 (webob cannot decode it).
+
+        No server id is anything but UTF-8 and nothing of ours is under
+        such a path, except a server id of the rebuildability API, which
+        is then not found. Everything else is Nova's: its router reads the
+        raw path and answers it as any unknown server or resource.
+        """
+        path = req.environ.get('PATH_INFO', '').encode(
+            'latin-1', 'replace').decode('utf-8', 'replace')
+        ours = CELL0_SERVERS_PATH.match(path)
+        if req.method == 'GET' and ours and ours.group('server_id'):
+            return self._cell0_servers(req, ours.group('server_id'),
+                                       ours.group('project_id'))
+        return self.application
+
     @webob.dec.wsgify
     def __call__(self, req):
+        try:
+            path = req.path_info
+        except UnicodeError:
+            return self._undecodable_path(req)
         if req.method == 'GET':
-            ours = CELL0_SERVERS_PATH.match(req.path_info)
+            ours = CELL0_SERVERS_PATH.match(path)
             if ours:
                 return self._cell0_servers(req, ours.group('server_id'),
                                            ours.group('project_id'))
-            actions = ACTIONS_PATH.match(req.path_info)
+            actions = ACTIONS_PATH.match(path)
             if actions:
                 self._history(req, actions.group('server_id'))
         if req.method == 'DELETE':
-            server = SERVER_PATH.match(req.path_info)
+            server = SERVER_PATH.match(path)
             if server:
                 return self._delete(req, server.group('server_id'))
         if req.method == 'POST':
-            if CREATE_PATH.match(req.path_info):
+            if CREATE_PATH.match(path):
                 return self._create(req)
-            action = ACTION_PATH.match(req.path_info)
+            action = ACTION_PATH.match(path)
             if action:
                 return self._action(req, action.group('server_id'),
                                     action.group('project_id'))

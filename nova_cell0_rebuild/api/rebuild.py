@@ -187,8 +187,7 @@ class RebuildFromCell0(object):
         if mapping is None:
             return None
         if version < self.min_version:
-            reaper = self._reaper_path(context, body['rebuild'], mapping)
-            return mapping if reaper else None
+            return mapping if self._reaper_path(context, mapping) else None
         if nova_servers.is_cell0(mapping.cell_mapping):
             return mapping
         if mapping.cell_mapping is None and not mapping.queued_for_delete:
@@ -200,12 +199,15 @@ class RebuildFromCell0(object):
                 return mapping
         return None
 
-    def _reaper_path(self, context, rebuild, mapping):
+    def _reaper_path(self, context, mapping):
         """Whether a rebuild below the threshold takes the reaper path.
 
         Only for a caller that holds the reaper rule and may rebuild the
-        server (Nova's rules and ours); a server being deleted is left to
-        Nova, which answers it as it answers everyone.
+        server (Nova's rule and ours); a server being deleted is left to
+        Nova, which answers it as it answers everyone. The body is not
+        looked at: it is validated first by :meth:`handle`, which then
+        checks the rule its content calls for (trusted certificates), in
+        Nova's order.
         """
         if mapping.queued_for_delete:
             return False
@@ -217,7 +219,7 @@ class RebuildFromCell0(object):
                 context, rebuild_policies.REBUILD_FROM_CELL0_REAPER, target):
             return False
         try:
-            self._authorize(context, rebuild, target)
+            self._authorize(context, target)
         except exception.RequestRefused:
             return False
         return True
@@ -232,13 +234,15 @@ class RebuildFromCell0(object):
         :raises: RequestRefused, answered as a Nova-style fault.
         """
         context = req.environ['nova.context']
-        rebuild = body['rebuild']
         nova_api.validate_rebuild_body(req, body, version)
+        # Only now is the rebuild known to be an object.
+        rebuild = body['rebuild']
         instance = self._find(context, mapping, server_id)
-        self._authorize(context, rebuild, nova_servers.policy_target(
+        self._authorize(context, nova_servers.policy_target(
             context, mapping) if instance is None else {
                 'user_id': instance.user_id,
-                'project_id': instance.project_id})
+                'project_id': instance.project_id},
+            trusted_certs='trusted_image_certificates' in rebuild)
         if mapping.cell_mapping is not None and instance is None:
             # The reaper path: Nova would rebuild (re-image) it.
             raise exception.RequestRefused(409, _NOT_IN_CELL0 % server_id)
@@ -266,9 +270,15 @@ class RebuildFromCell0(object):
             raise refusal_after_race(context, server_id, refusal)
 
     @staticmethod
-    def _authorize(context, rebuild, target):
+    def _authorize(context, target, trusted_certs=False):
+        """The rules Nova's rebuild checks, in its order, then ours.
+
+        :param trusted_certs: whether the (validated) rebuild gives trusted
+            image certificates, for which Nova has a rule of its own.
+        :raises: RequestRefused(403).
+        """
         nova_api.authorize(context, nova_api.NOVA_REBUILD_RULE, target)
-        if 'trusted_image_certificates' in rebuild:
+        if trusted_certs:
             nova_api.authorize(
                 context, nova_api.NOVA_REBUILD_TRUSTED_CERTS_RULE, target)
         nova_api.authorize(context, rebuild_policies.REBUILD_FROM_CELL0,
