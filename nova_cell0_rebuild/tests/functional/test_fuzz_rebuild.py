@@ -46,6 +46,12 @@ construction would leave the path after the last check (the move and the
 What the fuzzing once found the filter answering unlike Nova is pinned in
 NovaParityTest and generated here too.
 
+FuzzReaperRebuildTest sends the same bodies as a reaper (issue 25, point
+4), from ``reaper_min_microversion`` below the threshold, to the buried
+server and to one in a real cell: Nova's schema first (400, never a 500),
+then the landed server refused (409), never re-imaged. It runs a quarter
+of the examples; test_fuzz_cell0_servers fuzzes the rebuildability API.
+
 ``CELL0_REBUILD_FUZZ_EXAMPLES`` (default 500) sets the number of examples,
 ``CELL0_REBUILD_FUZZ_SEED`` a random seed instead of the derandomized run,
 and ``CELL0_REBUILD_FUZZ_REPORT=1`` prints the status histogram to stdout
@@ -353,6 +359,36 @@ REQUESTS = st.fixed_dictionaries({
 })
 
 
+#: The reaper path (issue 25, point 4): ``reaper_min_microversion`` by
+#: default, up to the threshold (Nova's maximum by default).
+REAPER_FLOOR = '2.57'
+#: A hex id, as Keystone's: the filter routes a project id in the URL only
+#: when it is one.
+REAPER_PROJECT = 'feed5eed' * 4
+_REAPER_VERSION = st.sampled_from(
+    ['2.%d' % minor for minor in range(57, mv.NOVA_MAX_MINOR)])
+#: A reaper's headers: a microversion of the reaper path, JSON.
+_REAPER_HEADERS = st.builds(
+    lambda version, legacy: dict(
+        {'Content-Type': 'application/json'},
+        **({'X-OpenStack-Nova-API-Version': version} if legacy else
+           {'OpenStack-API-Version': 'compute ' + version})),
+    _REAPER_VERSION, st.booleans())
+
+REAPER_REQUESTS = st.sampled_from(['buried', 'buried', 'landed']).flatmap(
+    lambda target: st.fixed_dictionaries({
+        'target': st.just(target),
+        'threshold': st.just(THRESHOLDS[0]),
+        'path_prefix': st.sampled_from(['', '/' + REAPER_PROJECT,
+                                        '/' + OTHER_PROJECT]),
+        'body': BODIES,
+        # Any header for the buried server; for the landed one only the
+        # reaper path's, where Nova itself would re-image it.
+        'headers': (st.one_of(_REAPER_HEADERS, _REAPER_HEADERS, HEADERS)
+                    if target == 'buried' else _REAPER_HEADERS),
+    }))
+
+
 # The oracle ----------------------------------------------------------------
 
 def _version(text):
@@ -461,11 +497,44 @@ def expect(request, size_limit):
     return Expected({202}, 'valid', version, valid=True)
 
 
+def expect_reaper(request, size_limit):
+    """Nova's answer to a reaper's rebuild (the reaper path, issue 25).
+
+    From ``reaper_min_microversion`` (2.57) up to the threshold the filter
+    answers a reaper for any server Nova could rebuild: in Nova's order,
+    the body against Nova's schema (400, also where Nova's validator
+    crashes), then a server in a real cell is refused (409), never
+    re-imaged. Below 2.57 the request is Nova's, as :func:`expect` says.
+    """
+    result = _expect_action(request, size_limit)
+    if isinstance(result, Expected):
+        return result
+    version, decoded = result
+    if request['path_prefix'] == '/' + OTHER_PROJECT:
+        return Expected({400}, "another project's id in the URL", version)
+    if request['target'] == 'buried':
+        expected = expect(dict(request, threshold=REAPER_FLOOR), size_limit)
+        if (expected.verdict == 'nova validator crash' and
+                version >= _version(REAPER_FLOOR)):
+            return Expected({400}, expected.why, version)
+        return expected
+    # A landed server: only reaper-path versions are sent (see
+    # REAPER_REQUESTS), as Nova itself would re-image it.
+    try:
+        error = _schema_error(decoded, version)
+    except Exception as exc:
+        return Expected({400}, 'nova validator crash: %s'
+                        % type(exc).__name__, version)
+    if error is not None:
+        return Expected({400}, 'schema: %s' % error, version)
+    return Expected({409}, 'landed: not in cell0', version)
+
+
 # The tests -----------------------------------------------------------------
 
-def _settings():
+def _settings(examples=EXAMPLES):
     kwargs = dict(
-        max_examples=EXAMPLES, deadline=None, database=None,
+        max_examples=examples, deadline=None, database=None,
         derandomize=SEED is None, print_blob=True,
         suppress_health_check=[hypothesis.HealthCheck.function_scoped_fixture,
                                hypothesis.HealthCheck.too_slow,
@@ -492,12 +561,12 @@ class _FuzzTestCase(base.Cell0RebuildTestCase):
         self.flags(min_microversion=THRESHOLDS[0], group='cell0_rebuild')
         return apps
 
-    def _send(self, app, server_id, request):
+    def _send(self, app, server_id, request, caller=None):
         path = '%s/servers/%s/action' % (request['path_prefix'], server_id)
-        headers = {'X-Auth-User': 'fake', 'X-User-Id': 'fake',
-                   'X-Auth-Project-Id': self.api.project_id,
-                   'X-Roles': 'reader,member'}
-        headers.update(request['headers'])
+        headers = caller or {'X-Auth-User': 'fake', 'X-User-Id': 'fake',
+                             'X-Auth-Project-Id': self.api.project_id,
+                             'X-Roles': 'reader,member'}
+        headers = dict(headers, **request['headers'])
         req = webob.Request.blank('/v2.1' + path, method='POST',
                                   headers=headers)
         req.body = request['raw']
@@ -582,9 +651,25 @@ class _FuzzTestCase(base.Cell0RebuildTestCase):
         self.assertEqual('compute %s' % expected.version.get_string(),
                          resp.headers['OpenStack-API-Version'])
 
-    def _histogram(self, seen):
-        lines = ['rebuild fuzz: %d requests (max_examples=%d, seed=%s)'
-                 % (len(seen), EXAMPLES, SEED or 'derandomized')]
+    def _run(self, check, seen, examples):
+        """Run a hypothesis test, seeded if asked, and report what it saw.
+        """
+        if SEED is not None:
+            check = hypothesis.seed(int(SEED))(check)
+        try:
+            check()
+        finally:
+            report = self._histogram(seen, examples)
+            self.addDetail('fuzz-histogram', content.text_content(report))
+            if REPORT:
+                sys.stdout.write(report)
+                sys.stdout.flush()
+        self.assertGreaterEqual(len(seen), examples)
+
+    def _histogram(self, seen, examples):
+        lines = ['%s: %d requests (max_examples=%d, seed=%s)'
+                 % (type(self).__name__, len(seen), examples,
+                    SEED or 'derandomized')]
         for title, key in (
                 ('status histogram', lambda s: (s[2],)),
                 ('by body kind and status', lambda s: (s[0], s[2])),
@@ -638,17 +723,7 @@ class FuzzRebuildTest(_FuzzTestCase):
                 self._assert_nova_fault(resp, expected)
             self.assertEqual(state['baseline'], self._state(server_id), why)
 
-        if SEED is not None:
-            check = hypothesis.seed(int(SEED))(check)
-        try:
-            check()
-        finally:
-            report = self._histogram(seen)
-            self.addDetail('fuzz-histogram', content.text_content(report))
-            if REPORT:
-                sys.stdout.write(report)
-                sys.stdout.flush()
-        self.assertGreaterEqual(len(seen), EXAMPLES)
+        self._run(check, seen, EXAMPLES)
         self._assert_buried(self._state(server_id))
 
 
@@ -705,3 +780,80 @@ class NovaParityTest(_FuzzTestCase):
         self.assertEqual(400, resp.status_int, resp.body)
         self.assertIn('metadata', resp.json['badRequest']['message'])
         self.assertEqual(before, self._state(server_id))
+
+
+class FuzzReaperRebuildTest(_FuzzTestCase):
+    """The reaper path: a reaper's rebuilds of a buried and a landed server.
+
+    Issue 25, point 4: bodies that are no object reached the body's
+    inspection before Nova's schema (500). Every answer here is Nova's
+    (:func:`expect_reaper`), never a 5xx, every refusal a Nova fault, and
+    nothing changes on a refusal: neither the buried server nor the landed
+    one (which the reaper path must never re-image).
+    """
+
+    #: A quarter of the rebuild fuzzing's examples (125 by default).
+    examples = max(1, EXAMPLES // 4)
+
+    def setUp(self):
+        super().setUp()
+        self._enforce_new_policy_defaults()
+        roles = ['service', 'admin', 'member', 'reader']
+        self.reaper = {'X-Auth-User': 'admin', 'X-User-Id': 'admin',
+                       'X-Auth-Project-Id': REAPER_PROJECT,
+                       'X-Roles': ','.join(roles)}
+        # Key pairs are the caller's: the reaper has one of the same name.
+        self._client('admin', REAPER_PROJECT, roles).post_keypair(
+            {'keypair': {'name': KEY_NAME,
+                         'public_key': crypto.generate_key_pair()[1]}})
+
+    def _landed(self, server_id):
+        view = self.admin_api.get_server(server_id)
+        return (view['updated'], view['image'], view['status'],
+                self._mapped_cell_uuid(server_id))
+
+    def test_fuzz_reaper_rebuild_requests(self):
+        app = self._load_apps()[THRESHOLDS[0]]
+        size_limit = CONF.oslo_middleware.max_request_body_size
+        server_id = self._create_buried_server()['id']
+        self._start_compute('host1')
+        landed_id = self._create_server(networks='none')['id']
+        # No room again: a rebuild of the buried server is buried again.
+        self._set_capacity(False)
+        state = {'baseline': self._settle(server_id)}
+        landed = self._landed(landed_id)
+        seen = []
+
+        @_settings(self.examples)
+        @hypothesis.given(request=REAPER_REQUESTS)
+        def check(request):
+            kind, request['raw'] = request['body']
+            expected = expect_reaper(request, size_limit)
+            target = (server_id if request['target'] == 'buried'
+                      else landed_id)
+            resp = self._send(app, target, request, caller=self.reaper)
+            seen.append((request['target'] + ' ' + kind, expected.verdict,
+                         resp.status_int))
+            if resp.status_int == 202:
+                state['baseline'] = self._settle(server_id)
+            why = '%s; %s -> %s %r' % (expected.why, request['headers'],
+                                       resp.status, resp.body[:300])
+            self.assertLess(resp.status_int, 500, why)
+            self.assertIn(resp.status_int, expected.statuses, why)
+            self.assertEqual(landed, self._landed(landed_id), why)
+            if resp.status_int == 202:
+                self.assertTrue(expected.valid, why)
+                self._assert_accepted(resp, server_id, expected)
+                return
+            if resp.status_int == 413:
+                self.assertIn('Request Entity Too Large', resp.text)
+            else:
+                self._assert_nova_fault(resp, expected)
+            self.assertEqual(state['baseline'], self._state(server_id), why)
+
+        self._run(check, seen, self.examples)
+        final = self._state(server_id)
+        self.assertEqual(('error', CELL0, False),
+                         (final['vm_state'], final['mapped_cell'],
+                          final['build_request']))
+        self.assertEqual(landed, self._landed(landed_id))
