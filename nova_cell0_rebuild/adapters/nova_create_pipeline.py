@@ -44,106 +44,9 @@ from oslo_utils import timeutils
 import sqlalchemy as sa
 
 from nova_cell0_rebuild.adapters import nova_instance_history
+from nova_cell0_rebuild.adapters import nova_move_fields as move_fields
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild import exception
-
-# What a move does with every field of the objects it hands to Nova. A field
-# that an upgraded Nova adds, and that these tables do not name, fails
-# tests/unit/adapters/test_nova_create_pipeline (it would otherwise be
-# dropped silently, or copied without anyone deciding it should be).
-
-#: Instance fields the new BuildRequest's instance takes from the cell0 row:
-#: what the user asked for and what Nova's create API recorded.
-INSTANCE_COPIED = frozenset([
-    'access_ip_v4', 'access_ip_v6', 'architecture', 'auto_disk_config',
-    'availability_zone', 'config_drive', 'default_ephemeral_device',
-    'default_swap_device', 'device_metadata', 'disable_terminate',
-    'display_description', 'display_name', 'ephemeral_gb',
-    'ephemeral_key_uuid', 'flavor', 'hostname', 'image_ref',
-    'instance_type_id', 'kernel_id', 'key_data', 'key_name', 'keypairs',
-    'launch_index', 'locked', 'locked_by', 'memory_mb', 'metadata',
-    'new_flavor', 'numa_topology', 'old_flavor', 'os_type', 'project_id',
-    'ramdisk_id', 'reservation_id', 'root_device_name', 'root_gb',
-    'shutdown_terminate', 'system_metadata', 'trusted_certs', 'user_data',
-    'user_id', 'uuid', 'vcpus', 'vm_mode',
-])
-#: Instance fields the move sets afresh, as Nova's create sets them.
-INSTANCE_REBUILT = {
-    'vm_state': 'building again',
-    'task_state': 'scheduling again',
-    'power_state': 'nothing runs yet',
-    'progress': 'nothing is built yet',
-    'info_cache': 'empty: compute allocates the networks',
-    'security_groups': "empty, as on Nova's BuildRequest; the requested "
-                       'ones are in the RequestSpec',
-    'tags': "a TagList on the BuildRequest, as Nova's create writes it",
-    'pci_requests': "derived again from the flavor, image and ports, whose "
-                    "request ids compute matches (resource_requests)",
-}
-#: Instance fields left out, and why.
-INSTANCE_DROPPED = {
-    'id': "the cell database gives the new row its own",
-    'created_at': "kept as the BuildRequest's created_at, which the "
-                  "conductor writes to the cell",
-    'updated_at': 'written by the database',
-    'deleted_at': 'the server is not deleted',
-    'deleted': 'the server is not deleted',
-    'cleaned': 'nothing was built to clean up',
-    'hidden': 'set only by cross-cell resize, which never ran',
-    'host': 'chosen by the scheduler',
-    'node': 'chosen by the scheduler',
-    'compute_id': 'chosen by the scheduler',
-    'launched_on': 'set by the compute that builds it',
-    'launched_at': 'set by the compute that builds it',
-    'terminated_at': 'the server is not deleted',
-    'cell_name': 'unused since cells v1',
-    'fault': "the burial's fault stays in the server's history",
-    'pci_devices': 'claimed by the compute that builds it',
-    'services': "the host's, read from the database",
-    'ec2_ids': 'made from the new row id',
-    'migration_context': 'no migration ever ran',
-    'vcpu_model': 'set by the compute that builds it',
-    'resources': 'claimed by the compute that builds it',
-}
-#: BlockDeviceMapping fields not copied: database identity and the link to
-#: the cell0 instance; everything else is what the create asked for.
-BDM_DROPPED = {
-    'id': "the cell database gives the new row its own",
-    'instance': 'the BDM is written for the new instance',
-    'created_at': 'written by the database',
-    'updated_at': 'written by the database',
-    'deleted_at': 'the BDM is not deleted',
-    'deleted': 'the BDM is not deleted',
-}
-#: RequestSpec fields the move changes (reset_request_spec,
-#: complete_request_spec); every other field is kept as the create stored
-#: it (RequestSpec.fields minus these).
-REQUEST_SPEC_RESET = {
-    'num_instances': 'one server is built',
-    'image': 'the image it is built from, possibly new',
-    'retry': 'no host was tried for this build',
-    'ignore_hosts': 'no host was tried for this build',
-    'pci_requests': 'derived again, as the instance\'s',
-    'requested_networks': 'from the create record; not stored by Nova',
-    'requested_destination': "the create's host/node (2.74); not stored "
-                             'by Nova',
-    'requested_resources': "the request groups of the ports and of the "
-                           "flavor's device profile; not stored by Nova",
-    'network_metadata': 'derived from the ports; not stored by Nova',
-    'request_level_params': 'derived from the ports; not stored by Nova',
-}
-#: RequestSpec fields kept as the create stored them.
-REQUEST_SPEC_KEPT = frozenset([
-    'availability_zone', 'flavor', 'force_hosts', 'force_nodes', 'id',
-    'instance_group', 'instance_uuid', 'is_bfv', 'limits', 'numa_topology',
-    'project_id', 'scheduler_hints', 'security_groups', 'user_id',
-])
-#: BuildRequest fields new_build_request sets; the others are the
-#: database's.
-BUILD_REQUEST_SET = frozenset([
-    'instance', 'instance_uuid', 'project_id', 'block_device_mappings',
-    'tags', 'created_at'])
-BUILD_REQUEST_DATABASE = frozenset(['id', 'updated_at'])
 
 
 class MoveConflict(exception.Cell0RebuildException):
@@ -160,7 +63,8 @@ def clone_bdms(bdms, new_image_id=None):
     for bdm in bdms:
         clone = nova_objects.BlockDeviceMapping()
         for field in bdm.obj_fields:
-            if field not in BDM_DROPPED and bdm.obj_attr_is_set(field):
+            if (field not in move_fields.BDM_DROPPED and
+                    bdm.obj_attr_is_set(field)):
                 setattr(clone, field, getattr(bdm, field))
         if (new_image_id is not None and clone.boot_index == 0 and
                 clone.source_type == 'image'):
@@ -176,7 +80,7 @@ def new_build_request(context, instance, bdms, updates, new_image_id=None):
     :param new_image_id: the new image of an image-backed server, if any.
     """
     new = nova_objects.Instance(context=context)
-    for field in INSTANCE_COPIED:
+    for field in move_fields.INSTANCE_COPIED:
         if instance.obj_attr_is_set(field):
             setattr(new, field, getattr(instance, field))
     for field in ('metadata', 'system_metadata'):
@@ -535,7 +439,7 @@ def destroy_cell0_instance(context, cell0, instance, task_state=None,
 #: concurrent-edits.rst): the update (name, description, hostname), lock
 #: and unlock, reset-state, and what an admin may change directly.
 COMPARED_COLUMNS = tuple(sorted(
-    (INSTANCE_COPIED & frozenset(
+    (move_fields.INSTANCE_COPIED & frozenset(
         column.name for column in main_models.Instance.__table__.columns))
     | {'vm_state'}))
 
