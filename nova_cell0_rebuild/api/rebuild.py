@@ -34,6 +34,7 @@ from nova_cell0_rebuild._i18n import _
 from nova_cell0_rebuild.adapters import nova_api
 from nova_cell0_rebuild.adapters import nova_compute
 from nova_cell0_rebuild.adapters import nova_create_pipeline
+from nova_cell0_rebuild.adapters import nova_request_specs
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild import gates
@@ -328,8 +329,7 @@ class RebuildFromCell0(object):
                                                 rebuild)
         networks = nova_api.requested_networks(
             server.record.requested_networks if server.record else None)
-        request_spec = nova_create_pipeline.get_request_spec(admin,
-                                                             server_id)
+        request_spec = nova_request_specs.get_request_spec(admin, server_id)
         if request_spec is None:
             raise exception.RequestRefused(409, _(
                 'Instance %s has no RequestSpec: it cannot be scheduled '

@@ -50,6 +50,7 @@ from oslo_log import log as logging
 
 from nova_cell0_rebuild.adapters import nova_create_pipeline as pipeline
 from nova_cell0_rebuild.adapters import nova_deleted_servers as deleted_servers
+from nova_cell0_rebuild.adapters import nova_request_specs as request_specs
 from nova_cell0_rebuild.db import api as db_api
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild import objects
@@ -161,17 +162,17 @@ class RebuildFromCell0Task(base.TaskBase):
             self.admin, self.server.cell0, self.instance)
 
     def _move(self):
-        self.image = pipeline.image_for_build(
+        self.image = request_specs.image_for_build(
             self.context, self.bdms, self.prepared)
-        self.resources = pipeline.resource_requests(
+        self.resources = request_specs.resource_requests(
             self.context, self.instance, self.image, self.networks)
         self.build_request = pipeline.new_build_request(
             self.context, self.instance, self.bdms, dict(
                 self.prepared.updates,
                 pci_requests=self.resources.pci_requests),
             new_image_id=self._new_image_id)
-        pipeline.reset_request_spec(self.request_spec, self.image,
-                                    self.resources)
+        request_specs.reset_request_spec(self.request_spec, self.image,
+                                         self.resources)
         in_transaction = db_api.uses_nova_api_database()
         if not in_transaction:
             # Glance and Cinder may have taken long: still ours? (In the
@@ -229,7 +230,7 @@ class RebuildFromCell0Task(base.TaskBase):
 
     def _cast(self):
         record = self.server.record
-        request_spec = pipeline.complete_request_spec(
+        request_spec = request_specs.complete_request_spec(
             self.request_spec, self.networks, self.resources,
             host=record.requested_host if record else None,
             node=record.requested_hypervisor_hostname if record else None)

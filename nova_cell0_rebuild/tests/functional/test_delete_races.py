@@ -51,15 +51,15 @@ CONDUCTOR = 'nova.conductor.manager.ComputeTaskManager.'
 SIGNAL_TIMEOUT = 30
 
 #: Each boundary before the cast, named for the last step journaled
-#: before it, and the pipeline function the move calls first after it
+#: before it, and the adapter function the move calls first after it
 #: (or, for "journal:", the journal step whose recording comes next).
 BEFORE_THE_CAST = [
-    ('claimed', 'new_build_request'),
-    ('build_request_written', 'destroy_cell0_instance'),
+    ('claimed', 'nova_create_pipeline.new_build_request'),
+    ('build_request_written', 'nova_create_pipeline.destroy_cell0_instance'),
     ('rows gone, unrecorded', 'journal:cell0_rows_removed'),
-    ('cell0_rows_removed', 'complete_request_spec'),
+    ('cell0_rows_removed', 'nova_request_specs.complete_request_spec'),
     # The last check: a DELETE after it meets the conductor's check.
-    ('before the cast', 'still_pending'),
+    ('before the cast', 'nova_create_pipeline.still_pending'),
 ]
 
 #: The API-database tables that name a server, by their column.
@@ -280,7 +280,7 @@ class DeleteRacesMoveTest(DeleteRacesTestBase):
     def test_process_dies_before_the_cast_delete_then_heal(self):
         # The DELETE could not forget the move (its journal stays): heal
         # removes what the move would have.
-        server = self._die_at('complete_request_spec')
+        server = self._die_at('nova_request_specs.complete_request_spec')
         with fixtures.MockPatch(
                 'nova_cell0_rebuild.api.record_keeping.forget_deleted',
                 side_effect=RuntimeError('the plugin database is down')):

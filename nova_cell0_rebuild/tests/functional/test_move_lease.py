@@ -121,8 +121,8 @@ class ForwardAfterTheCastTest(_LeaseTestBase):
     def test_cast_raising_after_it_was_sent(self):
         # The message went out, then the call raised: Nova's own create
         # answers 500 then too, and the server is built all the same.
-        resp, server = self._fail_after_cast('after:schedule_and_build',
-                                             self._raise)
+        resp, server = self._fail_after_cast(
+            'after:nova_create_pipeline.schedule_and_build', self._raise)
         self.assertEqual(500, resp.status, resp.body)
         self.assertIn('computeFault', resp.body)
         journal = objects.MoveJournal.get_by_instance_uuid(
@@ -137,8 +137,8 @@ class ForwardAfterTheCastTest(_LeaseTestBase):
                 session.query(models.MoveJournal).update(
                     {'lease_token': models.MoveJournal.lease_token + 1},
                     synchronize_session=False)
-        resp, _ = self._fail_after_cast('after:schedule_and_build',
-                                        take_over)
+        resp, _ = self._fail_after_cast(
+            'after:nova_create_pipeline.schedule_and_build', take_over)
         self.assertEqual(202, resp.status, resp.body)
 
     def test_process_dies_after_the_cast_then_heal(self):
@@ -219,7 +219,8 @@ class HealRacesLiveMoveTest(_LeaseTestBase):
         def release(*args, **kwargs):
             heal_hold()
             return real_release(*args, **kwargs)
-        with self._inject('destroy_cell0_instance', move_hold):
+        with self._inject('nova_create_pipeline.destroy_cell0_instance',
+                          move_hold):
             move = self._rebuild_in_background(server['id'])
             move_hold.reached.wait()
             self._expire_move_leases(server['id'])
@@ -256,7 +257,7 @@ class HealNeedsAuthorizationTest(_LeaseTestBase):
 
         def die():
             raise SimulatedCrash()
-        with self._inject('complete_request_spec', die):
+        with self._inject('nova_request_specs.complete_request_spec', die):
             self.assertRaises(SimulatedCrash, self._rebuild, server['id'])
         self._expire_move_leases(server['id'])
         return server
@@ -299,7 +300,8 @@ class HealOneAtATimeTest(_LeaseTestBase):
         servers = []
         for _ in range(2):
             server = self._buried_with_room()
-            with self._inject('destroy_cell0_instance', die):
+            with self._inject(
+                    'nova_create_pipeline.destroy_cell0_instance', die):
                 self.assertRaises(SimulatedCrash, self._rebuild,
                                   server['id'])
             servers.append(server)

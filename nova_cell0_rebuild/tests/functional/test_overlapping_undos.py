@@ -71,7 +71,7 @@ class OverlappingUndosTest(test_move_lease._LeaseTestBase):
 
         def fail():
             raise RuntimeError('injected once the rows are gone')
-        with self._inject('complete_request_spec', fail):
+        with self._inject('nova_request_specs.complete_request_spec', fail):
             move = self._rebuild_in_background(server['id'])
             held.hold.reached.wait()
             healed = self._heal_after_restart(server['id'])
@@ -92,7 +92,7 @@ class OverlappingUndosTest(test_move_lease._LeaseTestBase):
 
         def die():
             raise test_move_faults.SimulatedCrash()
-        with self._inject('complete_request_spec', die):
+        with self._inject('nova_request_specs.complete_request_spec', die):
             self.assertRaises(test_move_faults.SimulatedCrash,
                               self._rebuild, server['id'])
         held = self._held_remap()
