@@ -48,6 +48,7 @@ import socket
 
 from oslo_log import log as logging
 
+from nova_cell0_rebuild.adapters import nova_cell0_rows as cell0_rows
 from nova_cell0_rebuild.adapters import nova_create_pipeline as pipeline
 from nova_cell0_rebuild.adapters import nova_deleted_servers as deleted_servers
 from nova_cell0_rebuild.adapters import nova_request_specs as request_specs
@@ -157,7 +158,7 @@ class RebuildFromCell0Task(base.TaskBase):
             request_id=self.context.request_id,
             fault_message=fault.message if fault else None,
             current=self.previous_journal)
-        pipeline.claim(self.admin, self.server.cell0, self.instance, CLAIM)
+        cell0_rows.claim(self.admin, self.server.cell0, self.instance, CLAIM)
         self.history = server_history.prepare(
             self.admin, self.server.cell0, self.instance)
 
@@ -216,7 +217,7 @@ class RebuildFromCell0Task(base.TaskBase):
         # No heartbeat first: the fenced write of _move has just renewed
         # the lease, and the compare-and-swap below and the fenced write
         # after it catch a heal or a DELETE that came in between.
-        if not pipeline.destroy_cell0_instance(
+        if not cell0_rows.destroy_cell0_instance(
                 self.admin, self.server.cell0, self.instance,
                 task_state=CLAIM, copied=self.instance):
             # Not the row that was claimed and copied: heal released the

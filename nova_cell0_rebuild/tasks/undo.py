@@ -33,6 +33,7 @@ a move that lost its lease find nothing to delete.
 from nova.compute import task_states
 from oslo_log import log as logging
 
+from nova_cell0_rebuild.adapters import nova_cell0_rows as cell0_rows
 from nova_cell0_rebuild.adapters import nova_create_pipeline as pipeline
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild import exception
@@ -63,7 +64,7 @@ def undo(admin, cell0, journal, ex):
     if outcome is not Outcome.APPLIED:
         return outcome
     uuid = journal.instance_uuid
-    released = pipeline.release(admin, cell0, uuid, CLAIM)
+    released = cell0_rows.release(admin, cell0, uuid, CLAIM)
     has_rows = released or (
         nova_servers.get_cell0_instance(admin, cell0, uuid) is not None)
     build_request = pipeline.build_request_pending(admin, uuid)

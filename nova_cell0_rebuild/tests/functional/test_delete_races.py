@@ -55,7 +55,7 @@ SIGNAL_TIMEOUT = 30
 #: (or, for "journal:", the journal step whose recording comes next).
 BEFORE_THE_CAST = [
     ('claimed', 'nova_create_pipeline.new_build_request'),
-    ('build_request_written', 'nova_create_pipeline.destroy_cell0_instance'),
+    ('build_request_written', 'nova_cell0_rows.destroy_cell0_instance'),
     ('rows gone, unrecorded', 'journal:cell0_rows_removed'),
     ('cell0_rows_removed', 'nova_request_specs.complete_request_spec'),
     # The last check: a DELETE after it meets the conductor's check.

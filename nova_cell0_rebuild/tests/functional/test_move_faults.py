@@ -46,7 +46,7 @@ ADAPTERS = 'nova_cell0_rebuild.adapters.'
 #: the journal step whose recording fails).
 BOUNDARIES = [
     ('claimed', 'nova_create_pipeline.new_build_request'),
-    ('build_request_written', 'nova_create_pipeline.destroy_cell0_instance'),
+    ('build_request_written', 'nova_cell0_rows.destroy_cell0_instance'),
     # The cell0 rows are gone but the journal still says
     # build_request_written: the undo must see that the rows are gone.
     ('rows gone, unrecorded', 'journal:cell0_rows_removed'),
@@ -259,7 +259,7 @@ class MoveFaultsTest(MoveChecks, base.Cell0RebuildTestCase):
                 instance.task_state = None
                 instance.save()
 
-        with self._inject('nova_create_pipeline.destroy_cell0_instance',
+        with self._inject('nova_cell0_rows.destroy_cell0_instance',
                           clear_claim):
             resp = self._rebuild(server['id'])
         self.assertEqual(409, resp.status, resp.body)

@@ -24,7 +24,7 @@
 import eventlet
 from eventlet import event
 
-from nova_cell0_rebuild.adapters import nova_create_pipeline as pipeline
+from nova_cell0_rebuild.adapters import nova_cell0_rows as cell0_rows
 from nova_cell0_rebuild.db import api as db_api
 from nova_cell0_rebuild.db import models
 from nova_cell0_rebuild import objects
@@ -214,18 +214,17 @@ class HealRacesLiveMoveTest(_LeaseTestBase):
         before = self._user_fields(server['id'])
         move_hold = _Hold()
         heal_hold = _Hold()
-        real_release = pipeline.release
+        real_release = cell0_rows.release
 
         def release(*args, **kwargs):
             heal_hold()
             return real_release(*args, **kwargs)
-        with self._inject('nova_create_pipeline.destroy_cell0_instance',
-                          move_hold):
+        with self._inject('nova_cell0_rows.destroy_cell0_instance', move_hold):
             move = self._rebuild_in_background(server['id'])
             move_hold.reached.wait()
             self._expire_move_leases(server['id'])
             self.useFixture(test_move_faults.fixtures.MonkeyPatch(
-                PIPELINE_RELEASE, release))
+                RELEASE, release))
             healer = eventlet.spawn(heal.heal, self.admin_context,
                                     self.lease_seconds)
             heal_hold.reached.wait()
@@ -241,7 +240,7 @@ class HealRacesLiveMoveTest(_LeaseTestBase):
         self._assert_back_in_cell0_then_rebuilt(server, before)
 
 
-PIPELINE_RELEASE = test_move_faults.PIPELINE + 'release'
+RELEASE = test_move_faults.ADAPTERS + 'nova_cell0_rows.release'
 
 
 class HealNeedsAuthorizationTest(_LeaseTestBase):
@@ -300,20 +299,18 @@ class HealOneAtATimeTest(_LeaseTestBase):
         servers = []
         for _ in range(2):
             server = self._buried_with_room()
-            with self._inject(
-                    'nova_create_pipeline.destroy_cell0_instance', die):
+            with self._inject('nova_cell0_rows.destroy_cell0_instance', die):
                 self.assertRaises(SimulatedCrash, self._rebuild,
                                   server['id'])
             servers.append(server)
         broken, healthy = servers
-        real_release = pipeline.release
+        real_release = cell0_rows.release
 
         def release(context, cell0, uuid, task_state):
             if uuid == broken['id']:
                 raise RuntimeError('cell0 is down')
             return real_release(context, cell0, uuid, task_state)
-        with test_move_faults.fixtures.MonkeyPatch(PIPELINE_RELEASE,
-                                                   release):
+        with test_move_faults.fixtures.MonkeyPatch(RELEASE, release):
             healed = dict((uuid, outcome) for uuid, _, outcome in
                           self._heal_after_restart())
         self.assertEqual(heal.ROLLED_BACK, healed[healthy['id']])

@@ -19,6 +19,8 @@ it. The slow undo then finds its remap refused; it must leave the row the
 mapping points at, and say it was taken over, never "rolled back".
 """
 
+import pkgutil
+
 import eventlet
 
 from nova_cell0_rebuild.objects import fields
@@ -27,8 +29,8 @@ from nova_cell0_rebuild.tests.functional import test_move_faults
 from nova_cell0_rebuild.tests.functional import test_move_lease
 
 #: The remap that ends a burial again: the undo parks just before it.
-REMAP = (test_move_faults.PIPELINE +
-         '_remap_to_cell0_and_drop_build_request')
+REMAP = (test_move_faults.ADAPTERS +
+         'nova_create_pipeline.remap_to_cell0_and_drop_build_request')
 
 
 class _FirstCallHeld(object):
@@ -49,8 +51,7 @@ class _FirstCallHeld(object):
 class OverlappingUndosTest(test_move_lease._LeaseTestBase):
 
     def _held_remap(self):
-        held = _FirstCallHeld(test_move_faults.pipeline.
-                              _remap_to_cell0_and_drop_build_request)
+        held = _FirstCallHeld(pkgutil.resolve_name(REMAP))
         self.useFixture(test_move_faults.fixtures.MonkeyPatch(REMAP, held))
         return held
 
