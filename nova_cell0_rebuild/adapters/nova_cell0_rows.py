@@ -29,7 +29,7 @@ from oslo_db import exception as db_exc
 from oslo_utils import timeutils
 import sqlalchemy as sa
 
-from nova_cell0_rebuild.adapters import nova_create_pipeline as pipeline
+from nova_cell0_rebuild.adapters import nova_build_requests as build_requests
 from nova_cell0_rebuild.adapters import nova_instance_history
 from nova_cell0_rebuild.adapters import nova_move_fields as move_fields
 from nova_cell0_rebuild.adapters import nova_servers
@@ -233,7 +233,7 @@ def bury_again(context, cell0, build_request, fault_message,
         # Another undo of this move wrote it, whole: adopt it.
         wrote = False
     try:
-        pipeline.remap_to_cell0_and_drop_build_request(
+        build_requests.remap_to_cell0_and_drop_build_request(
             context, instance.uuid, cell0.id, fence=fence)
     except Exception:
         if wrote and _never_home(context, instance.uuid):
@@ -257,7 +257,7 @@ def _write_buried(cctxt, session, instance, build_request, fault_message,
                   history, cell0):
     instance._context = cctxt
     instance.create()
-    for bdm in pipeline.clone_bdms(build_request.block_device_mappings):
+    for bdm in build_requests.clone_bdms(build_request.block_device_mappings):
         bdm._context = cctxt
         bdm.instance_uuid = instance.uuid
         bdm.create()

@@ -16,7 +16,7 @@ A server moved out of cell0 is scheduled as a create of one server: its
 stored RequestSpec is reset to that, the PCI and port resource requests
 are made afresh from the flavor, image and ports (Nova does not store
 them), and the image conductor hands to compute is computed as a create
-computes it. Nothing here writes: :mod:`.nova_create_pipeline` saves the
+computes it. Nothing here writes: :mod:`.nova_build_requests` saves the
 RequestSpec with the BuildRequest.
 """
 
@@ -46,7 +46,7 @@ def get_request_spec(context, instance_uuid):
 def reset_request_spec(spec, image, resources):
     """Make a stored RequestSpec a fresh one-server create (not saved).
 
-    Saved by :func:`.nova_create_pipeline.move_to_build_request`, then
+    Saved by :func:`.nova_build_requests.move_to_build_request`, then
     completed by :func:`complete_request_spec`.
 
     :param image: the image dict the server is built from.

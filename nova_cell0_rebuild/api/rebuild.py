@@ -32,8 +32,8 @@ import webob.exc
 
 from nova_cell0_rebuild._i18n import _
 from nova_cell0_rebuild.adapters import nova_api
+from nova_cell0_rebuild.adapters import nova_build_requests
 from nova_cell0_rebuild.adapters import nova_compute
-from nova_cell0_rebuild.adapters import nova_create_pipeline
 from nova_cell0_rebuild.adapters import nova_request_specs
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild import exception
@@ -343,7 +343,7 @@ class RebuildFromCell0(object):
             try:
                 build_request = task.execute()
             except (nova_compute.UnexpectedTaskState,
-                    nova_create_pipeline.MoveConflict,
+                    nova_build_requests.MoveConflict,
                     rebuild_from_cell0.LeaseLost,
                     exception.MoveInProgress, exception.MoveInterrupted):
                 raise exception.RequestRefused(409, _IN_PROGRESS % server_id)

@@ -50,8 +50,8 @@ import socket
 
 from oslo_log import log as logging
 
+from nova_cell0_rebuild.adapters import nova_build_requests as build_requests
 from nova_cell0_rebuild.adapters import nova_cell0_rows as cell0_rows
-from nova_cell0_rebuild.adapters import nova_create_pipeline as pipeline
 from nova_cell0_rebuild.adapters import nova_deleted_servers as deleted_servers
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild import exception
@@ -132,7 +132,7 @@ def heal_move(context, journal, lease_seconds):
 def _forget_deleted(admin, cell0, journal):
     """Remove what a server deleted during its move left behind."""
     uuid = journal.instance_uuid
-    pipeline.drop_build_request(admin, uuid)
+    build_requests.drop_build_request(admin, uuid)
     may_be_cast = journal.step in (Step.CASTING, Step.CAST_SENT)
     instance = nova_servers.get_cell0_instance(admin, cell0, uuid)
     if instance is not None and not may_be_cast:

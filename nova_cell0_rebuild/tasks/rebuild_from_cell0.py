@@ -48,8 +48,8 @@ import socket
 
 from oslo_log import log as logging
 
+from nova_cell0_rebuild.adapters import nova_build_requests as build_requests
 from nova_cell0_rebuild.adapters import nova_cell0_rows as cell0_rows
-from nova_cell0_rebuild.adapters import nova_create_pipeline as pipeline
 from nova_cell0_rebuild.adapters import nova_deleted_servers as deleted_servers
 from nova_cell0_rebuild.adapters import nova_request_specs as request_specs
 from nova_cell0_rebuild.db import api as db_api
@@ -167,7 +167,7 @@ class RebuildFromCell0Task(base.TaskBase):
             self.context, self.bdms, self.prepared)
         self.resources = request_specs.resource_requests(
             self.context, self.instance, self.image, self.networks)
-        self.build_request = pipeline.new_build_request(
+        self.build_request = build_requests.new_build_request(
             self.context, self.instance, self.bdms, dict(
                 self.prepared.updates,
                 pci_requests=self.resources.pci_requests),
@@ -180,7 +180,7 @@ class RebuildFromCell0Task(base.TaskBase):
             # Nova API database the fenced journal write below shares the
             # transaction of the writes, which says so atomically.)
             self._heartbeat()
-        pipeline.move_to_build_request(
+        build_requests.move_to_build_request(
             self.admin, self.build_request, self.server.cell0,
             request_spec=self.request_spec,
             also=server_history.stash_in_move(
@@ -194,8 +194,8 @@ class RebuildFromCell0Task(base.TaskBase):
                 # Written outside the journal's transaction by a move that
                 # no longer holds it: only this move knows, so it takes
                 # its own write back (compare-and-swap) before it stops.
-                pipeline.move_back_to_cell0(self.admin, self.instance.uuid,
-                                            self.server.cell0)
+                build_requests.move_back_to_cell0(
+                    self.admin, self.instance.uuid, self.server.cell0)
                 raise
 
     def _advance_to_written(self):
@@ -235,7 +235,7 @@ class RebuildFromCell0Task(base.TaskBase):
             self.request_spec, self.networks, self.resources,
             host=record.requested_host if record else None,
             node=record.requested_hypervisor_hostname if record else None)
-        if not pipeline.still_pending(self.admin, self.instance.uuid):
+        if not build_requests.still_pending(self.admin, self.instance.uuid):
             # No BuildRequest any more: heal took the move over and buried
             # the server again (the lease says so), or Nova's delete
             # removed it; either way the conductor must not be asked.
@@ -244,10 +244,10 @@ class RebuildFromCell0Task(base.TaskBase):
         # The last fenced write: a move that lost its lease never casts.
         self._fenced(self.journal.advance, Step.CASTING)
         self.cast_attempted = True
-        pipeline.schedule_and_build(
+        build_requests.schedule_and_build(
             self.context, self.build_request, request_spec, self.image,
             self.prepared.admin_password, self.networks,
-            pipeline.clone_bdms(self.bdms, self._new_image_id))
+            build_requests.clone_bdms(self.bdms, self._new_image_id))
 
     def _execute(self):
         self._claim()

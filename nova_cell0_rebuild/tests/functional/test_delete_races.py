@@ -35,7 +35,7 @@ from oslo_utils import importutils
 import sqlalchemy as sa
 from testtools import content
 
-from nova_cell0_rebuild.adapters import nova_create_pipeline as pipeline
+from nova_cell0_rebuild.adapters import nova_build_requests
 from nova_cell0_rebuild.db import api as db_api
 from nova_cell0_rebuild.db import models
 from nova_cell0_rebuild import fixture as plugin_fixture
@@ -44,7 +44,7 @@ from nova_cell0_rebuild.tasks import heal
 from nova_cell0_rebuild.tests.functional import base
 from nova_cell0_rebuild.tests.functional import test_move_faults
 
-PIPELINE = 'nova_cell0_rebuild.adapters.nova_create_pipeline.'
+BUILD_REQUESTS = 'nova_cell0_rebuild.adapters.nova_build_requests.'
 CONDUCTOR = 'nova.conductor.manager.ComputeTaskManager.'
 
 #: How long a test waits for a signal before it fails (never a sleep).
@@ -54,12 +54,12 @@ SIGNAL_TIMEOUT = 30
 #: before it, and the adapter function the move calls first after it
 #: (or, for "journal:", the journal step whose recording comes next).
 BEFORE_THE_CAST = [
-    ('claimed', 'nova_create_pipeline.new_build_request'),
+    ('claimed', 'nova_build_requests.new_build_request'),
     ('build_request_written', 'nova_cell0_rows.destroy_cell0_instance'),
     ('rows gone, unrecorded', 'journal:cell0_rows_removed'),
     ('cell0_rows_removed', 'nova_request_specs.complete_request_spec'),
     # The last check: a DELETE after it meets the conductor's check.
-    ('before the cast', 'nova_create_pipeline.still_pending'),
+    ('before the cast', 'nova_build_requests.still_pending'),
 ]
 
 #: The API-database tables that name a server, by their column.
@@ -304,12 +304,12 @@ class DeleteRacesMoveTest(DeleteRacesTestBase):
         # conductor got the request and has not scheduled it.
         server = self._buried_with_capacity()
         conductor = self.useFixture(Hold(CONDUCTOR + '_schedule_instances'))
-        real_cast = pipeline.schedule_and_build
+        real_cast = nova_build_requests.schedule_and_build
 
         def cast_then_delete(*args, **kwargs):
             real_cast(*args, **kwargs)
             self._delete(server['id'])
-        with fixtures.MockPatch(PIPELINE + 'schedule_and_build',
+        with fixtures.MockPatch(BUILD_REQUESTS + 'schedule_and_build',
                                 side_effect=cast_then_delete):
             resp = self._rebuild(server['id'])
         conductor.wait_reached(self)

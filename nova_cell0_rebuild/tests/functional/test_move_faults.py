@@ -27,15 +27,13 @@ from nova import context as nova_context
 from nova import objects as nova_objects
 from testtools import content
 
-from nova_cell0_rebuild.adapters import nova_create_pipeline as pipeline
+from nova_cell0_rebuild.adapters import nova_build_requests
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild.db import api as db_api
 from nova_cell0_rebuild.db import models
 from nova_cell0_rebuild.objects import move_journal
 from nova_cell0_rebuild.tasks import heal
 from nova_cell0_rebuild.tests.functional import base
-
-PIPELINE = 'nova_cell0_rebuild.adapters.nova_create_pipeline.'
 
 #: The package of the move's adapters: a step of the move is hooked as
 #: ``module.function`` in it.
@@ -45,13 +43,13 @@ ADAPTERS = 'nova_cell0_rebuild.adapters.'
 #: adapter function the move calls first after it (or, for "journal:",
 #: the journal step whose recording fails).
 BOUNDARIES = [
-    ('claimed', 'nova_create_pipeline.new_build_request'),
+    ('claimed', 'nova_build_requests.new_build_request'),
     ('build_request_written', 'nova_cell0_rows.destroy_cell0_instance'),
     # The cell0 rows are gone but the journal still says
     # build_request_written: the undo must see that the rows are gone.
     ('rows gone, unrecorded', 'journal:cell0_rows_removed'),
     ('cell0_rows_removed', 'nova_request_specs.complete_request_spec'),
-    ('casting', 'nova_create_pipeline.schedule_and_build'),
+    ('casting', 'nova_build_requests.schedule_and_build'),
 ]
 
 #: What heal does after a process died at each boundary. At the last one
@@ -87,8 +85,8 @@ class MoveChecks(object):
             mapped = mapping.cell_mapping.name
         cell0 = nova_servers.get_cell0_instance(
             self.admin_context, self._cell0(), server_id) is not None
-        br = pipeline.build_request_pending(self.admin_context,
-                                            server_id) is not None
+        br = nova_build_requests.build_request_pending(
+            self.admin_context, server_id) is not None
         with nova_context.target_cell(self.admin_context,
                                       self.cell_mappings['cell1']) as cctxt:
             try:

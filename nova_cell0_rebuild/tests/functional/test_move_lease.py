@@ -122,7 +122,7 @@ class ForwardAfterTheCastTest(_LeaseTestBase):
         # The message went out, then the call raised: Nova's own create
         # answers 500 then too, and the server is built all the same.
         resp, server = self._fail_after_cast(
-            'after:nova_create_pipeline.schedule_and_build', self._raise)
+            'after:nova_build_requests.schedule_and_build', self._raise)
         self.assertEqual(500, resp.status, resp.body)
         self.assertIn('computeFault', resp.body)
         journal = objects.MoveJournal.get_by_instance_uuid(
@@ -138,7 +138,7 @@ class ForwardAfterTheCastTest(_LeaseTestBase):
                     {'lease_token': models.MoveJournal.lease_token + 1},
                     synchronize_session=False)
         resp, _ = self._fail_after_cast(
-            'after:nova_create_pipeline.schedule_and_build', take_over)
+            'after:nova_build_requests.schedule_and_build', take_over)
         self.assertEqual(202, resp.status, resp.body)
 
     def test_process_dies_after_the_cast_then_heal(self):

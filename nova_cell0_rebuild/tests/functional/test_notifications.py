@@ -40,7 +40,7 @@ SAMPLES = os.path.normpath(os.path.join(
     os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir,
     os.pardir, 'doc', 'notification_samples'))
 
-PIPELINE = 'nova_cell0_rebuild.adapters.nova_create_pipeline.'
+BUILD_REQUESTS = 'nova_cell0_rebuild.adapters.nova_build_requests.'
 CELL0_ROWS = 'nova_cell0_rebuild.adapters.nova_cell0_rows.'
 
 #: The ids of the samples, as in Nova's samples, by payload field.
@@ -116,7 +116,7 @@ class NotificationSampleTest(SampleCheckingTestCase):
     def test_rebuild_error(self):
         server = self._buried()
         self.useFixture(fixtures.MockPatch(
-            PIPELINE + 'schedule_and_build',
+            BUILD_REQUESTS + 'schedule_and_build',
             side_effect=RuntimeError('Injected: the conductor is away')))
         self.notifier.reset()
         resp = self._rebuild(server['id'])

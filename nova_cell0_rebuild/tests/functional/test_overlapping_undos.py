@@ -30,7 +30,7 @@ from nova_cell0_rebuild.tests.functional import test_move_lease
 
 #: The remap that ends a burial again: the undo parks just before it.
 REMAP = (test_move_faults.ADAPTERS +
-         'nova_create_pipeline.remap_to_cell0_and_drop_build_request')
+         'nova_build_requests.remap_to_cell0_and_drop_build_request')
 
 
 class _FirstCallHeld(object):

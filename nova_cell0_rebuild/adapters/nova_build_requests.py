@@ -10,11 +10,15 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Adapter for Nova's create pipeline: BuildRequest, mapping, conductor.
+"""Adapter for a moving server's BuildRequest and mapping in Nova's API DB.
 
 A server buried in cell0 is handed back to the very pipeline that created
 it: a BuildRequest in the API database, an InstanceMapping pointing at no
-cell, its RequestSpec, and the conductor's ``schedule_and_build_instances``.
+cell, its RequestSpec saved with them, and the conductor's
+``schedule_and_build_instances``. Here are those API-database writes
+(each a compare-and-swap on the mapping), their undo, and the cast. The
+RequestSpec is derived in :mod:`.nova_request_specs`; the cell0 rows are
+claimed, deleted and written again in :mod:`.nova_cell0_rows`.
 """
 
 from nova.compute import power_state
