@@ -18,7 +18,9 @@ touches one place:
 ``nova_api``
     API microversions, request schemas, policy, views and faults.
 ``nova_compute``
-    ``nova.compute.api``: loading a server, rebuild validation, quota.
+    ``nova.compute.api``: loading a server, rebuild validation.
+``nova_quota``
+    whether the project may hold a buried server now, as a create checks.
 ``nova_build_requests``
     a moving server's BuildRequest and mapping, their undo, and the
     conductor cast.

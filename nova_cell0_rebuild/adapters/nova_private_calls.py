@@ -83,7 +83,7 @@ CALLS = {
         ('context', 'binaries', 'require_all'): _ALL},
     'nova.utils.get_system_metadata_from_image': {
         ('image_meta', 'flavor'): _ALL},
-    # nova_compute: quota, as a create checks it.
+    # nova_quota: quota, as a create checks it.
     'nova.objects.quotas.Quotas.check_deltas': {
         ('cls', 'context', 'deltas', '*count_args', '**count_kwargs'): _ALL},
     'nova.limit.placement.enforce_num_instances_and_flavor': {
