@@ -15,8 +15,7 @@
 A move claims the cell0 instance (a task state set by compare-and-swap),
 hard-deletes its rows once they are copied, but only while they still hold
 what was copied, and an undo that comes after that delete writes them
-again (:func:`bury_again`). These are the only writes of ours to a cell
-database of Nova's.
+again (:func:`bury_again`); each in one cell0 transaction.
 """
 
 from nova.compute import vm_states
