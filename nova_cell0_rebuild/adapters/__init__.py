@@ -18,9 +18,19 @@ touches one place:
 ``nova_api``
     API microversions, request schemas, policy, views and faults.
 ``nova_compute``
-    ``nova.compute.api``: loading a server, rebuild validation, quota.
-``nova_create_pipeline``
-    BuildRequest, mapping, RequestSpec and the conductor cast.
+    ``nova.compute.api``: loading a server, rebuild validation.
+``nova_quota``
+    whether the project may hold a buried server now, as a create checks.
+``nova_build_requests``
+    a moving server's BuildRequest and mapping, their undo, and the
+    conductor cast.
+``nova_cell0_rows``
+    a server's rows in cell0: the claim, the hard delete, the burial again.
+``nova_request_specs``
+    what a create derives for the scheduler: RequestSpec, resource
+    requests, the image of the build.
+``nova_move_fields``
+    what a move does with each field of the Nova objects it hands on.
 ``nova_servers``
     where a server lives: mappings, build requests, instances in cells.
 ``nova_deleted_servers``

@@ -33,7 +33,7 @@ from nova import objects as nova_objects
 from nova.scheduler.client import report
 from oslo_log import log as logging
 
-from nova_cell0_rebuild.adapters import nova_create_pipeline as pipeline
+from nova_cell0_rebuild.adapters import nova_cell0_rows as cell0_rows
 from nova_cell0_rebuild.adapters import nova_servers
 
 LOG = logging.getLogger(__name__)
@@ -76,10 +76,10 @@ def _destroy_live_cell0_rows(context, instance_uuid):
     never sees and which quota would count for ever. Soft-deleted rows
     are archive's, which removes them.
     """
-    cell0 = pipeline.get_cell0(context)
+    cell0 = cell0_rows.get_cell0(context)
     instance = nova_servers.get_cell0_instance(context, cell0, instance_uuid)
     if instance is not None:
-        pipeline.destroy_cell0_instance(context, cell0, instance)
+        cell0_rows.destroy_cell0_instance(context, cell0, instance)
 
 
 def forget_deleted_server(context, instance_uuid, may_be_cast):

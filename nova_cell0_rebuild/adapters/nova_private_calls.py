@@ -81,7 +81,9 @@ CALLS = {
         ('self', 'image', 'auto_disk_config'): _ALL},
     'nova.objects.service.get_minimum_version_all_cells': {
         ('context', 'binaries', 'require_all'): _ALL},
-    # nova_compute: quota, as a create checks it.
+    'nova.utils.get_system_metadata_from_image': {
+        ('image_meta', 'flavor'): _ALL},
+    # nova_quota: quota, as a create checks it.
     'nova.objects.quotas.Quotas.check_deltas': {
         ('cls', 'context', 'deltas', '*count_args', '**count_kwargs'): _ALL},
     'nova.limit.placement.enforce_num_instances_and_flavor': {
@@ -90,7 +92,7 @@ CALLS = {
     'nova.limit.placement.enforce_num_instances_and_resources': {
         ('context', 'project_id', 'request_spec', 'min_count', 'max_count',
          'enforcer', 'delta_updates'): (34,)},
-    # nova_create_pipeline: what a create derives, and the cast.
+    # nova_request_specs: what a create derives for the scheduler.
     'nova.accelerator.cyborg.get_device_profile_request_groups': {
         ('context', 'dp_name', 'owner'): _ALL},
     'nova.pci.request.get_pci_requests_from_flavor': {
@@ -100,17 +102,21 @@ CALLS = {
     'nova.block_device.get_bdm_image_metadata': {
         ('context', 'image_api', 'volume_api', 'block_device_mapping',
          'legacy_bdm'): _ALL},
-    'nova.utils.get_system_metadata_from_image': {
-        ('image_meta', 'flavor'): _ALL},
+    # nova_build_requests: the cast.
     'nova.conductor.api.ComputeTaskAPI.schedule_and_build_instances': {
         ('self', 'context', 'build_requests', 'request_spec', 'image',
          'admin_password', 'injected_files', 'requested_networks',
          'block_device_mapping', 'tags'): _ALL},
+    # nova_servers, nova_cell0_listing: cells and system metadata.
+    'nova.context.load_cells': {(): _ALL},
+    'nova.db.main.api.instance_system_metadata_update': {
+        ('context', 'instance_uuid', 'metadata', 'delete'): _ALL},
+    # nova_deleted_servers: what archive would remove, and placement.
     'nova.objects.instance_group.InstanceGroup.destroy_members_bulk': {
         ('cls', 'context', 'instance_uuids'): _ALL},
     'nova.objects.instance_mapping.InstanceMappingList.destroy_bulk': {
         ('cls', 'context', 'instance_uuids'): _ALL},
-    # nova_create_pipeline: the move saves the RequestSpec as save() does,
+    # nova_build_requests: the move saves the RequestSpec as save() does,
     # comparing the stored availability zone first.
     'nova.objects.request_spec.RequestSpec._get_by_instance_uuid_from_db': {
         ('context', 'instance_uuid'): _ALL},
@@ -118,11 +124,6 @@ CALLS = {
         ('self',): _ALL},
     'nova.objects.request_spec.RequestSpec.destroy_bulk': {
         ('cls', 'context', 'instance_uuids'): _ALL},
-    # nova_servers, nova_cell0_listing: cells and system metadata.
-    'nova.context.load_cells': {(): _ALL},
-    'nova.db.main.api.instance_system_metadata_update': {
-        ('context', 'instance_uuid', 'metadata', 'delete'): _ALL},
-    # nova_deleted_servers: placement.
     'nova.scheduler.client.report.report_client_singleton': {(): _ALL},
     # nova_paste, nova_service_context.
     'nova.api.openstack.wsgi_app._get_config_files': {('env',): _ALL},

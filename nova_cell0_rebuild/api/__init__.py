@@ -15,8 +15,10 @@
 :mod:`.filter` routes the requests it handles (server creates, rebuild
 actions, deletes, instance-action listings) and passes everything else to
 Nova untouched; :mod:`.create_capture` and :mod:`.record_keeping` keep the
-create records, :mod:`.rebuild` answers a rebuild from cell0, and
-:mod:`.pipeline_position` checks where the filter sits in api-paste.ini.
+create records, :mod:`.rebuild` answers a rebuild from cell0 (refused for
+the server's state or a race with the answers of :mod:`.rebuild_refusals`),
+and :mod:`.pipeline_position` checks where the filter sits in
+api-paste.ini.
 The top layer of a request: it may import :mod:`~nova_cell0_rebuild.tasks`,
 :mod:`~nova_cell0_rebuild.gates`, :mod:`~nova_cell0_rebuild.objects`, the
 adapters, configuration, policies and notifications; nothing below imports

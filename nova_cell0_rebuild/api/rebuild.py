@@ -32,9 +32,11 @@ import webob.exc
 
 from nova_cell0_rebuild._i18n import _
 from nova_cell0_rebuild.adapters import nova_api
+from nova_cell0_rebuild.adapters import nova_build_requests
 from nova_cell0_rebuild.adapters import nova_compute
-from nova_cell0_rebuild.adapters import nova_create_pipeline
+from nova_cell0_rebuild.adapters import nova_request_specs
 from nova_cell0_rebuild.adapters import nova_servers
+from nova_cell0_rebuild.api import rebuild_refusals as refusals
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild import gates
 from nova_cell0_rebuild.gates import base as gates_base
@@ -49,14 +51,6 @@ LOG = logging.getLogger(__name__)
 
 #: The lowest min_microversion: below it, rebuild still takes personality.
 LOWEST_MIN_MICROVERSION = '2.57'
-
-_NOT_IN_CELL0 = _('Instance %s is not in cell0: it cannot be rebuilt from '
-                  'cell0 (it may have been rebuilt from cell0 already).')
-_IN_PROGRESS = _("Instance %s is in an invalid state for 'rebuild' from "
-                 "cell0: another rebuild is in progress.")
-_CHANGED = _("Instance %s was changed by other requests while it was being "
-             "rebuilt from cell0, each time: nothing was rebuilt; retry "
-             "the rebuild.")
 
 #: How many times a rebuild is tried from a fresh read of the server when
 #: Nova accepted a write to it while it moved (a rename, a lock).
@@ -245,7 +239,7 @@ class RebuildFromCell0(object):
             trusted_certs='trusted_image_certificates' in rebuild)
         if mapping.cell_mapping is not None and instance is None:
             # The reaper path: Nova would rebuild (re-image) it.
-            raise exception.RequestRefused(409, _NOT_IN_CELL0 % server_id)
+            raise refusals.not_in_cell0(server_id)
         rebuilt = self.rebuild(context, instance, mapping, rebuild)
         try:
             return nova_api.rebuild_response(
@@ -267,7 +261,7 @@ class RebuildFromCell0(object):
         try:
             return nova_compute.get_server_in_cell(context, mapping)
         except exception.RequestRefused as refusal:
-            raise refusal_after_race(context, server_id, refusal)
+            raise refusals.refusal_after_race(context, server_id, refusal)
 
     @staticmethod
     def _authorize(context, target, trusted_certs=False):
@@ -307,7 +301,7 @@ class RebuildFromCell0(object):
             instance, mapping = self._heal_then_reload(context, journal)
             journal = move_journal.UNREAD
         elif instance is None:
-            raise exception.RequestRefused(409, _IN_PROGRESS % server_id)
+            raise refusals.in_progress(server_id)
         for attempt in range(1, MOVE_ATTEMPTS + 1):
             try:
                 return self._rebuild_once(context, instance, mapping,
@@ -329,7 +323,7 @@ class RebuildFromCell0(object):
         try:
             self.gates.check(server, rebuild)
         except exception.GateRefused as refusal:
-            refusal = refusal_after_race(context, server_id, refusal)
+            refusal = refusals.refusal_after_race(context, server_id, refusal)
             notifications.notify_rebuild(
                 context, notifications.REFUSED, server,
                 image_uuid=rebuild['imageRef'], refusal=refusal)
@@ -338,8 +332,7 @@ class RebuildFromCell0(object):
                                                 rebuild)
         networks = nova_api.requested_networks(
             server.record.requested_networks if server.record else None)
-        request_spec = nova_create_pipeline.get_request_spec(admin,
-                                                             server_id)
+        request_spec = nova_request_specs.get_request_spec(admin, server_id)
         if request_spec is None:
             raise exception.RequestRefused(409, _(
                 'Instance %s has no RequestSpec: it cannot be scheduled '
@@ -353,12 +346,12 @@ class RebuildFromCell0(object):
             try:
                 build_request = task.execute()
             except (nova_compute.UnexpectedTaskState,
-                    nova_create_pipeline.MoveConflict,
+                    nova_build_requests.MoveConflict,
                     rebuild_from_cell0.LeaseLost,
                     exception.MoveInProgress, exception.MoveInterrupted):
-                raise exception.RequestRefused(409, _IN_PROGRESS % server_id)
+                raise refusals.in_progress(server_id)
             except rebuild_from_cell0.ChangedUnderneath:
-                raise exception.ServerChangedDuringMove(_CHANGED % server_id)
+                raise refusals.changed(server_id)
             outcome.server_deleted = build_request is None
         return Rebuilt(prepared, build_request)
 
@@ -373,45 +366,10 @@ class RebuildFromCell0(object):
         server_id = journal.instance_uuid
         outcome = heal.heal_move(admin, journal, self.lease_seconds)
         if outcome in (heal.ALIVE, heal.LEFT_ALONE, heal.TAKEN_OVER):
-            raise exception.RequestRefused(409, _IN_PROGRESS % server_id)
+            raise refusals.in_progress(server_id)
         mapping = nova_servers.get_mapping(admin, server_id)
-        if mapping is None or mapping.queued_for_delete:
-            raise exception.RequestRefused(404, _(
-                'Instance %s could not be found.') % server_id)
-        if not nova_servers.is_cell0(mapping.cell_mapping):
-            raise exception.RequestRefused(409, _(
-                'Instance %s is not in cell0.') % server_id)
+        refusals.require_in_cell0(mapping, server_id)
         return nova_compute.get_server_in_cell(context, mapping), mapping
-
-
-def refusal_after_race(context, server_id, refusal):
-    """The answer to a refused rebuild, or in-progress if a move overtook it.
-
-    A rebuild reads the server in several steps; a concurrent rebuild that
-    claimed or moved the server in between makes what was read look like a
-    reason to refuse (no fault, no instance, a task in progress). The
-    answer for this request is then that another rebuild is in progress,
-    which is checked afresh here: a move of the server is in progress, or
-    the server left cell0.
-
-    :param refusal: the RequestRefused this request would answer.
-    :returns: that refusal, or a RequestRefused(409) saying another rebuild
-        is in progress.
-    """
-    admin = context.elevated()
-    mapping = nova_servers.get_mapping(admin, server_id)
-    if mapping is None or mapping.queued_for_delete:
-        return refusal  # deleted meanwhile: the refusal says so
-    if not context.is_admin and mapping.project_id != context.project_id:
-        return refusal  # Nova's 404 for a server of another project
-    if nova_servers.is_cell0(mapping.cell_mapping):
-        journal = objects.MoveJournal.get_by_instance_uuid(admin, server_id)
-        if journal is None or (
-                journal.status != move_journal.Status.IN_PROGRESS):
-            return refusal
-    LOG.info('Rebuild of server %s from cell0 refused: another rebuild '
-             'moved it meanwhile (instead of: %s)', server_id, refusal)
-    return exception.RequestRefused(409, _IN_PROGRESS % server_id)
 
 
 def rebuild_as_admin(context, conf, server_id, image_ref=None):
@@ -425,12 +383,7 @@ def rebuild_as_admin(context, conf, server_id, image_ref=None):
     """
     admin = context.elevated()
     mapping = nova_servers.get_mapping(admin, server_id)
-    if mapping is None or mapping.queued_for_delete:
-        raise exception.RequestRefused(404, _(
-            'Instance %s could not be found.') % server_id)
-    if not nova_servers.is_cell0(mapping.cell_mapping):
-        raise exception.RequestRefused(409, _(
-            'Instance %s is not in cell0.') % server_id)
+    refusals.require_in_cell0(mapping, server_id)
     instance = nova_compute.get_server_in_cell(admin, mapping)
     if image_ref is None:
         image_ref = nova_compute.original_image(

@@ -12,7 +12,7 @@
 
 """Gate ``quota``: the project may hold this server now."""
 
-from nova_cell0_rebuild.adapters import nova_compute
+from nova_cell0_rebuild.adapters import nova_quota
 from nova_cell0_rebuild.gates import base
 
 
@@ -25,6 +25,6 @@ class QuotaGate(base.Gate):
     """
 
     def check(self, server, rebuild):
-        refusal = nova_compute.quota_refusal(server.context, server.instance)
+        refusal = nova_quota.quota_refusal(server.context, server.instance)
         if refusal:
             self.refuse(403, refusal)

@@ -15,7 +15,7 @@
 from oslo_config import cfg
 from oslo_utils import timeutils
 
-from nova_cell0_rebuild.adapters import nova_create_pipeline as pipeline
+from nova_cell0_rebuild.adapters import nova_cell0_rows as cell0_rows
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild.api import record_keeping
 from nova_cell0_rebuild.gates import base as gates_base
@@ -111,7 +111,7 @@ def cell0_page(context, gates, project_id=None, marker=None, limit=50,
     admin = context.elevated()
     if lease_seconds is None:
         lease_seconds = CONF.cell0_rebuild.move_lease_seconds
-    cell0 = pipeline.get_cell0(admin)
+    cell0 = cell0_rows.get_cell0(admin)
     instances, faults, mappings = nova_servers.list_cell0_instances(
         admin, cell0, project_id=project_id, marker=marker, limit=limit)
     records = objects.CreateRecord.get_for_instances(admin, instances)

@@ -53,7 +53,8 @@ import socket
 
 from oslo_log import log as logging
 
-from nova_cell0_rebuild.adapters import nova_create_pipeline as pipeline
+from nova_cell0_rebuild.adapters import nova_build_requests as build_requests
+from nova_cell0_rebuild.adapters import nova_cell0_rows as cell0_rows
 from nova_cell0_rebuild.adapters import nova_deleted_servers as deleted_servers
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild import exception
@@ -115,7 +116,7 @@ def heal_move(context, journal, lease_seconds):
         LOG.info('The move of server %s out of cell0 is alive; heal leaves '
                  'it alone', uuid)
         return ALIVE
-    cell0 = pipeline.get_cell0(admin)
+    cell0 = cell0_rows.get_cell0(admin)
     mapping = nova_servers.get_mapping(admin, uuid)
     if mapping is None or mapping.queued_for_delete:
         outcome = _forget_deleted(admin, cell0, journal)
@@ -152,13 +153,13 @@ def _forget_deleted(admin, cell0, journal):
     if proved in _NOT_OURS:
         return UNDONE[proved]
     uuid = journal.instance_uuid
-    pipeline.drop_build_request(admin, uuid)
+    build_requests.drop_build_request(admin, uuid)
     may_be_cast = journal.step in (Step.CASTING, Step.CAST_SENT)
     instance = nova_servers.get_cell0_instance(admin, cell0, uuid)
     if instance is not None and not may_be_cast:
         # After the cast a cell0 row is the conductor's burial, which
         # it soft-deletes itself for archive.
-        pipeline.destroy_cell0_instance(admin, cell0, instance)
+        cell0_rows.destroy_cell0_instance(admin, cell0, instance)
     forgotten = move_states.fenced(journal, journal.destroy_if_unchanged)
     if forgotten in _NOT_OURS:
         return UNDONE[forgotten]

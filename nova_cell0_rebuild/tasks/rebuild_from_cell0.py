@@ -48,8 +48,10 @@ import socket
 
 from oslo_log import log as logging
 
-from nova_cell0_rebuild.adapters import nova_create_pipeline as pipeline
+from nova_cell0_rebuild.adapters import nova_build_requests as build_requests
+from nova_cell0_rebuild.adapters import nova_cell0_rows as cell0_rows
 from nova_cell0_rebuild.adapters import nova_deleted_servers as deleted_servers
+from nova_cell0_rebuild.adapters import nova_request_specs as request_specs
 from nova_cell0_rebuild.db import api as db_api
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild import objects
@@ -156,22 +158,22 @@ class RebuildFromCell0Task(base.TaskBase):
             request_id=self.context.request_id,
             fault_message=fault.message if fault else None,
             current=self.previous_journal)
-        pipeline.claim(self.admin, self.server.cell0, self.instance, CLAIM)
+        cell0_rows.claim(self.admin, self.server.cell0, self.instance, CLAIM)
         self.history = server_history.prepare(
             self.admin, self.server.cell0, self.instance)
 
     def _move(self):
-        self.image = pipeline.image_for_build(
+        self.image = request_specs.image_for_build(
             self.context, self.bdms, self.prepared)
-        self.resources = pipeline.resource_requests(
+        self.resources = request_specs.resource_requests(
             self.context, self.instance, self.image, self.networks)
-        self.build_request = pipeline.new_build_request(
+        self.build_request = build_requests.new_build_request(
             self.context, self.instance, self.bdms, dict(
                 self.prepared.updates,
                 pci_requests=self.resources.pci_requests),
             new_image_id=self._new_image_id)
-        pipeline.reset_request_spec(self.request_spec, self.image,
-                                    self.resources)
+        request_specs.reset_request_spec(self.request_spec, self.image,
+                                         self.resources)
         in_transaction = db_api.uses_nova_api_database()
         if not in_transaction:
             # Glance and Cinder may have taken long: still ours? (In the
@@ -179,7 +181,7 @@ class RebuildFromCell0Task(base.TaskBase):
             # transaction of the writes, which says so atomically.)
             self._heartbeat()
         try:
-            pipeline.move_to_build_request(
+            build_requests.move_to_build_request(
                 self.admin, self.build_request, self.server.cell0,
                 request_spec=self.request_spec,
                 also=server_history.stash_in_move(
@@ -187,7 +189,7 @@ class RebuildFromCell0Task(base.TaskBase):
                     self.history,
                     also=self._advance_to_written if in_transaction
                     else None))
-        except pipeline.RequestSpecChanged:
+        except build_requests.RequestSpecChanged:
             # Nova unpinned (or pinned) its availability zone meanwhile:
             # nothing was written; undone and tried again from a new read.
             raise ChangedUnderneath(uuid=self.instance.uuid)
@@ -198,8 +200,8 @@ class RebuildFromCell0Task(base.TaskBase):
                 # Written outside the journal's transaction by a move that
                 # no longer holds it: only this move knows, so it takes
                 # its own write back (compare-and-swap) before it stops.
-                pipeline.move_back_to_cell0(self.admin, self.instance.uuid,
-                                            self.server.cell0)
+                build_requests.move_back_to_cell0(
+                    self.admin, self.instance.uuid, self.server.cell0)
                 raise
 
     def _advance_to_written(self):
@@ -221,7 +223,7 @@ class RebuildFromCell0Task(base.TaskBase):
         # No heartbeat first: the fenced write of _move has just renewed
         # the lease, and the compare-and-swap below and the fenced write
         # after it catch a heal or a DELETE that came in between.
-        if not pipeline.destroy_cell0_instance(
+        if not cell0_rows.destroy_cell0_instance(
                 self.admin, self.server.cell0, self.instance,
                 task_state=CLAIM, copied=self.instance,
                 history=self.history):
@@ -237,11 +239,11 @@ class RebuildFromCell0Task(base.TaskBase):
 
     def _cast(self):
         record = self.server.record
-        request_spec = pipeline.complete_request_spec(
+        request_spec = request_specs.complete_request_spec(
             self.request_spec, self.networks, self.resources,
             host=record.requested_host if record else None,
             node=record.requested_hypervisor_hostname if record else None)
-        stored = pipeline.still_pending(self.admin, self.instance.uuid)
+        stored = build_requests.still_pending(self.admin, self.instance.uuid)
         if stored is None:
             # No BuildRequest any more: heal took the move over and buried
             # the server again (the lease says so), or Nova's delete
@@ -249,14 +251,14 @@ class RebuildFromCell0Task(base.TaskBase):
             self._heartbeat()
             raise ServerGone()
         # A rename Nova's API wrote to the BuildRequest meanwhile.
-        pipeline.take_stored_edits(self.build_request, stored)
+        build_requests.take_stored_edits(self.build_request, stored)
         # The last fenced write: a move that lost its lease never casts.
         self._fenced(self.journal.advance, Step.CASTING)
         self.cast_attempted = True
-        pipeline.schedule_and_build(
+        build_requests.schedule_and_build(
             self.context, self.build_request, request_spec, self.image,
             self.prepared.admin_password, self.networks,
-            pipeline.clone_bdms(self.bdms, self._new_image_id))
+            build_requests.clone_bdms(self.bdms, self._new_image_id))
 
     def _execute(self):
         self._claim()

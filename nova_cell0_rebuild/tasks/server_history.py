@@ -37,7 +37,7 @@ import dataclasses
 
 from oslo_log import log as logging
 
-from nova_cell0_rebuild.adapters import nova_create_pipeline as pipeline
+from nova_cell0_rebuild.adapters import nova_cell0_rows as cell0_rows
 from nova_cell0_rebuild.adapters import nova_instance_history
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild import objects
@@ -159,17 +159,17 @@ def stash_in_move(admin, instance, request_id, history, also=None):
 
 
 def bury_again(admin, cell0, build_request, fault_message, fence=None):
-    """The pipeline's bury_again with the server's stashed history.
+    """:func:`.nova_cell0_rows.bury_again` with the stashed history.
 
     The history and its faults are restored in the burial's own cell0
     transaction; the stash goes once the server is buried.
 
-    :param fence: as the pipeline's: refuses the remap of a caller that
+    :param fence: as there: refuses the remap of a caller that
         lost its lease (and raises).
     """
     stash = objects.ServerHistory.get_by_instance_uuid(
         admin, build_request.instance_uuid)
-    buried = pipeline.bury_again(
+    buried = cell0_rows.bury_again(
         admin, cell0, build_request, fault_message,
         history=stash.history if stash is not None else None, fence=fence)
     if stash is not None and buried:

@@ -33,7 +33,8 @@ a move that lost its lease find nothing to delete.
 from nova.compute import task_states
 from oslo_log import log as logging
 
-from nova_cell0_rebuild.adapters import nova_create_pipeline as pipeline
+from nova_cell0_rebuild.adapters import nova_build_requests as build_requests
+from nova_cell0_rebuild.adapters import nova_cell0_rows as cell0_rows
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild.objects import fields
@@ -63,10 +64,10 @@ def undo(admin, cell0, journal, ex):
     if outcome is not Outcome.APPLIED:
         return outcome
     uuid = journal.instance_uuid
-    released = pipeline.release(admin, cell0, uuid, CLAIM)
+    released = cell0_rows.release(admin, cell0, uuid, CLAIM)
     has_rows = released or (
         nova_servers.get_cell0_instance(admin, cell0, uuid) is not None)
-    build_request = pipeline.build_request_pending(admin, uuid)
+    build_request = build_requests.build_request_pending(admin, uuid)
     try:
         if build_request is None:
             # Mapped back to its cell0 row already (by an undo that lost
@@ -76,13 +77,13 @@ def undo(admin, cell0, journal, ex):
                 not mapping.queued_for_delete) and nova_servers.is_cell0(
                     mapping.cell_mapping)
         elif has_rows:
-            restored = pipeline.move_back_to_cell0(
+            restored = build_requests.move_back_to_cell0(
                 admin, uuid, cell0, fence=journal.heartbeat)
         else:
             restored = server_history.bury_again(
                 admin, cell0, build_request, journal.fault_message,
                 fence=journal.heartbeat)
-    except (exception.JournalConflict, pipeline.MoveConflict):
+    except (exception.JournalConflict, build_requests.MoveConflict):
         restored = False
     if not restored:
         return _why_not_restored(admin, journal)

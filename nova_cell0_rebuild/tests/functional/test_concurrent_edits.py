@@ -48,13 +48,16 @@ from nova_cell0_rebuild.tests.functional import test_move_faults
 
 load_tests = testscenarios.load_tests_apply_scenarios
 
-#: Each window and the pipeline function the move calls first in it.
+#: Each window and the adapter function (module.function) the move calls
+#: first in it.
 WINDOWS = [
-    ('read', dict(window='claim', window_name='read')),
-    ('claimed', dict(window='new_build_request', window_name='claimed')),
-    ('build_request_written', dict(window='destroy_cell0_instance',
-                                   window_name='build_request_written')),
-    ('build_request', dict(window='complete_request_spec',
+    ('read', dict(window='nova_cell0_rows.claim', window_name='read')),
+    ('claimed', dict(window='nova_build_requests.new_build_request',
+                     window_name='claimed')),
+    ('build_request_written', dict(
+        window='nova_cell0_rows.destroy_cell0_instance',
+        window_name='build_request_written')),
+    ('build_request', dict(window='nova_request_specs.complete_request_spec',
                            window_name='build_request')),
 ]
 

@@ -35,7 +35,7 @@ from oslo_utils import importutils
 import sqlalchemy as sa
 from testtools import content
 
-from nova_cell0_rebuild.adapters import nova_create_pipeline as pipeline
+from nova_cell0_rebuild.adapters import nova_build_requests
 from nova_cell0_rebuild.db import api as db_api
 from nova_cell0_rebuild.db import models
 from nova_cell0_rebuild import fixture as plugin_fixture
@@ -44,22 +44,22 @@ from nova_cell0_rebuild.tasks import heal
 from nova_cell0_rebuild.tests.functional import base
 from nova_cell0_rebuild.tests.functional import test_move_faults
 
-PIPELINE = 'nova_cell0_rebuild.adapters.nova_create_pipeline.'
+BUILD_REQUESTS = 'nova_cell0_rebuild.adapters.nova_build_requests.'
 CONDUCTOR = 'nova.conductor.manager.ComputeTaskManager.'
 
 #: How long a test waits for a signal before it fails (never a sleep).
 SIGNAL_TIMEOUT = 30
 
 #: Each boundary before the cast, named for the last step journaled
-#: before it, and the pipeline function the move calls first after it
+#: before it, and the adapter function the move calls first after it
 #: (or, for "journal:", the journal step whose recording comes next).
 BEFORE_THE_CAST = [
-    ('claimed', 'new_build_request'),
-    ('build_request_written', 'destroy_cell0_instance'),
+    ('claimed', 'nova_build_requests.new_build_request'),
+    ('build_request_written', 'nova_cell0_rows.destroy_cell0_instance'),
     ('rows gone, unrecorded', 'journal:cell0_rows_removed'),
-    ('cell0_rows_removed', 'complete_request_spec'),
+    ('cell0_rows_removed', 'nova_request_specs.complete_request_spec'),
     # The last check: a DELETE after it meets the conductor's check.
-    ('before the cast', 'still_pending'),
+    ('before the cast', 'nova_build_requests.still_pending'),
 ]
 
 #: The API-database tables that name a server, by their column.
@@ -280,7 +280,7 @@ class DeleteRacesMoveTest(DeleteRacesTestBase):
     def test_process_dies_before_the_cast_delete_then_heal(self):
         # The DELETE could not forget the move (its journal stays): heal
         # removes what the move would have.
-        server = self._die_at('complete_request_spec')
+        server = self._die_at('nova_request_specs.complete_request_spec')
         with fixtures.MockPatch(
                 'nova_cell0_rebuild.api.record_keeping.forget_deleted',
                 side_effect=RuntimeError('the plugin database is down')):
@@ -304,12 +304,12 @@ class DeleteRacesMoveTest(DeleteRacesTestBase):
         # conductor got the request and has not scheduled it.
         server = self._buried_with_capacity()
         conductor = self.useFixture(Hold(CONDUCTOR + '_schedule_instances'))
-        real_cast = pipeline.schedule_and_build
+        real_cast = nova_build_requests.schedule_and_build
 
         def cast_then_delete(*args, **kwargs):
             real_cast(*args, **kwargs)
             self._delete(server['id'])
-        with fixtures.MockPatch(PIPELINE + 'schedule_and_build',
+        with fixtures.MockPatch(BUILD_REQUESTS + 'schedule_and_build',
                                 side_effect=cast_then_delete):
             resp = self._rebuild(server['id'])
         conductor.wait_reached(self)

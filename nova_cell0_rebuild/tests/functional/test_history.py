@@ -283,7 +283,7 @@ class ReburialCrashTest(_HistoryTestCase):
         def crash(*args, **kwargs):
             raise test_move_faults.SimulatedCrash()
         with fixtures.MockPatch(
-                'nova_cell0_rebuild.adapters.nova_create_pipeline.'
+                'nova_cell0_rebuild.adapters.nova_request_specs.'
                 'complete_request_spec',
                 side_effect=RuntimeError('injected')), fixtures.MockPatch(
                     'nova.objects.TagList.create', side_effect=crash):

@@ -274,7 +274,8 @@ class DeleteThatDeletesNothingTest(_AfterDeleteTestCase,
             if not deleted:
                 deleted.append(True)
                 self._delete_answered_204(server['id'])
-        with self._inject('new_build_request', delete_once):
+        with self._inject('nova_build_requests.new_build_request',
+                          delete_once):
             resp = self._rebuild(server['id'])
         self.assertEqual([True], deleted)
         self.assertEqual(202, resp.status, resp.body)
@@ -347,7 +348,7 @@ class HealReportTest(test_move_lease._LeaseTestBase):
         def die():
             raise test_move_faults.SimulatedCrash()
         server = self._buried_with_room()
-        with self._inject('complete_request_spec', die):
+        with self._inject('nova_request_specs.complete_request_spec', die):
             self.assertRaises(test_move_faults.SimulatedCrash,
                               self._rebuild, server['id'])
         with fixtures.MockPatch(

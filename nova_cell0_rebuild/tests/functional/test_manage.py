@@ -152,7 +152,7 @@ class ManageTest(test_move_faults.MoveChecks, base.Cell0RebuildTestCase):
 
         def die():
             raise test_move_faults.SimulatedCrash()
-        with self._inject('new_build_request', die):
+        with self._inject('nova_build_requests.new_build_request', die):
             self.assertRaises(test_move_faults.SimulatedCrash,
                               self._rebuild, server['id'])
         # Its lease holds: a move is under way, as a rebuild would answer.

@@ -20,13 +20,14 @@ and nothing the user supplied may be lost: it is rebuilt again and compared.
 """
 
 import base64
+import pkgutil
 
 import fixtures
 from nova import context as nova_context
 from nova import objects as nova_objects
 from testtools import content
 
-from nova_cell0_rebuild.adapters import nova_create_pipeline as pipeline
+from nova_cell0_rebuild.adapters import nova_build_requests
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild.db import api as db_api
 from nova_cell0_rebuild.db import models
@@ -34,19 +35,21 @@ from nova_cell0_rebuild.objects import move_journal
 from nova_cell0_rebuild.tasks import heal
 from nova_cell0_rebuild.tests.functional import base
 
-PIPELINE = 'nova_cell0_rebuild.adapters.nova_create_pipeline.'
+#: The package of the move's adapters: a step of the move is hooked as
+#: ``module.function`` in it.
+ADAPTERS = 'nova_cell0_rebuild.adapters.'
 
 #: Each boundary, named for the last step journaled before it, and the
-#: pipeline function the move calls first after it (or, for "journal:",
+#: adapter function the move calls first after it (or, for "journal:",
 #: the journal step whose recording fails).
 BOUNDARIES = [
-    ('claimed', 'new_build_request'),
-    ('build_request_written', 'destroy_cell0_instance'),
+    ('claimed', 'nova_build_requests.new_build_request'),
+    ('build_request_written', 'nova_cell0_rows.destroy_cell0_instance'),
     # The cell0 rows are gone but the journal still says
     # build_request_written: the undo must see that the rows are gone.
     ('rows gone, unrecorded', 'journal:cell0_rows_removed'),
-    ('cell0_rows_removed', 'complete_request_spec'),
-    ('casting', 'schedule_and_build'),
+    ('cell0_rows_removed', 'nova_request_specs.complete_request_spec'),
+    ('casting', 'nova_build_requests.schedule_and_build'),
 ]
 
 #: What heal does after a process died at each boundary. At the last one
@@ -82,8 +85,8 @@ class MoveChecks(object):
             mapped = mapping.cell_mapping.name
         cell0 = nova_servers.get_cell0_instance(
             self.admin_context, self._cell0(), server_id) is not None
-        br = pipeline.build_request_pending(self.admin_context,
-                                            server_id) is not None
+        br = nova_build_requests.build_request_pending(
+            self.admin_context, server_id) is not None
         with nova_context.target_cell(self.admin_context,
                                       self.cell_mappings['cell1']) as cctxt:
             try:
@@ -115,10 +118,11 @@ class MoveChecks(object):
     def _inject(self, function, effect):
         """Run *effect* when the move reaches *function* (a context).
 
-        *function* names a pipeline function (effect before it runs),
-        ``after:<function>`` (effect once it returned), ``journal:<step>``
-        (before the journal records *step*) or ``journal:finish`` (before
-        the journal records the move as done).
+        *function* names an adapter function as ``module.function``
+        (effect before it runs), ``after:<module.function>`` (effect once
+        it returned), ``journal:<step>`` (before the journal records
+        *step*) or ``journal:finish`` (before the journal records the move
+        as done).
         """
         if function == 'journal:finish':
             real_finish = move_journal.MoveJournal.finish
@@ -132,13 +136,13 @@ class MoveChecks(object):
                 'finish', finish)
         if function.startswith('after:'):
             name = function.split(':', 1)[1]
-            real_call = getattr(pipeline, name)
+            real_call = pkgutil.resolve_name(ADAPTERS + name)
 
             def after(*args, **kwargs):
                 result = real_call(*args, **kwargs)
                 effect()
                 return result
-            return fixtures.MockPatch(PIPELINE + name, side_effect=after)
+            return fixtures.MockPatch(ADAPTERS + name, side_effect=after)
         if function.startswith('journal:'):
             step = function.split(':', 1)[1]
             real_advance = move_journal.MoveJournal.advance
@@ -150,12 +154,12 @@ class MoveChecks(object):
             return fixtures.MonkeyPatch(
                 'nova_cell0_rebuild.objects.move_journal.MoveJournal.'
                 'advance', advance)
-        real = getattr(pipeline, function)
+        real = pkgutil.resolve_name(ADAPTERS + function)
 
         def hook(*args, **kwargs):
             effect()
             return real(*args, **kwargs)
-        return fixtures.MockPatch(PIPELINE + function, side_effect=hook)
+        return fixtures.MockPatch(ADAPTERS + function, side_effect=hook)
 
     def _buried(self):
         return self._create_buried_server(
@@ -253,7 +257,8 @@ class MoveFaultsTest(MoveChecks, base.Cell0RebuildTestCase):
                 instance.task_state = None
                 instance.save()
 
-        with self._inject('destroy_cell0_instance', clear_claim):
+        with self._inject('nova_cell0_rows.destroy_cell0_instance',
+                          clear_claim):
             resp = self._rebuild(server['id'])
         self.assertEqual(409, resp.status, resp.body)
         self.assertEqual('cell0', self._assert_exists_once(server['id']))

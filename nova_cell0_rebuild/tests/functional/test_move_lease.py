@@ -24,7 +24,7 @@
 import eventlet
 from eventlet import event
 
-from nova_cell0_rebuild.adapters import nova_create_pipeline as pipeline
+from nova_cell0_rebuild.adapters import nova_cell0_rows as cell0_rows
 from nova_cell0_rebuild.db import api as db_api
 from nova_cell0_rebuild.db import models
 from nova_cell0_rebuild import objects
@@ -121,8 +121,8 @@ class ForwardAfterTheCastTest(_LeaseTestBase):
     def test_cast_raising_after_it_was_sent(self):
         # The message went out, then the call raised: Nova's own create
         # answers 500 then too, and the server is built all the same.
-        resp, server = self._fail_after_cast('after:schedule_and_build',
-                                             self._raise)
+        resp, server = self._fail_after_cast(
+            'after:nova_build_requests.schedule_and_build', self._raise)
         self.assertEqual(500, resp.status, resp.body)
         self.assertIn('computeFault', resp.body)
         journal = objects.MoveJournal.get_by_instance_uuid(
@@ -137,8 +137,8 @@ class ForwardAfterTheCastTest(_LeaseTestBase):
                 session.query(models.MoveJournal).update(
                     {'lease_token': models.MoveJournal.lease_token + 1},
                     synchronize_session=False)
-        resp, _ = self._fail_after_cast('after:schedule_and_build',
-                                        take_over)
+        resp, _ = self._fail_after_cast(
+            'after:nova_build_requests.schedule_and_build', take_over)
         self.assertEqual(202, resp.status, resp.body)
 
     def test_process_dies_after_the_cast_then_heal(self):
@@ -214,17 +214,17 @@ class HealRacesLiveMoveTest(_LeaseTestBase):
         before = self._user_fields(server['id'])
         move_hold = _Hold()
         heal_hold = _Hold()
-        real_release = pipeline.release
+        real_release = cell0_rows.release
 
         def release(*args, **kwargs):
             heal_hold()
             return real_release(*args, **kwargs)
-        with self._inject('destroy_cell0_instance', move_hold):
+        with self._inject('nova_cell0_rows.destroy_cell0_instance', move_hold):
             move = self._rebuild_in_background(server['id'])
             move_hold.reached.wait()
             self._expire_move_leases(server['id'])
             self.useFixture(test_move_faults.fixtures.MonkeyPatch(
-                PIPELINE_RELEASE, release))
+                RELEASE, release))
             healer = eventlet.spawn(heal.heal, self.admin_context,
                                     self.lease_seconds)
             heal_hold.reached.wait()
@@ -240,7 +240,7 @@ class HealRacesLiveMoveTest(_LeaseTestBase):
         self._assert_back_in_cell0_then_rebuilt(server, before)
 
 
-PIPELINE_RELEASE = test_move_faults.PIPELINE + 'release'
+RELEASE = test_move_faults.ADAPTERS + 'nova_cell0_rows.release'
 
 
 class HealNeedsAuthorizationTest(_LeaseTestBase):
@@ -256,7 +256,7 @@ class HealNeedsAuthorizationTest(_LeaseTestBase):
 
         def die():
             raise SimulatedCrash()
-        with self._inject('complete_request_spec', die):
+        with self._inject('nova_request_specs.complete_request_spec', die):
             self.assertRaises(SimulatedCrash, self._rebuild, server['id'])
         self._expire_move_leases(server['id'])
         return server
@@ -299,19 +299,18 @@ class HealOneAtATimeTest(_LeaseTestBase):
         servers = []
         for _ in range(2):
             server = self._buried_with_room()
-            with self._inject('destroy_cell0_instance', die):
+            with self._inject('nova_cell0_rows.destroy_cell0_instance', die):
                 self.assertRaises(SimulatedCrash, self._rebuild,
                                   server['id'])
             servers.append(server)
         broken, healthy = servers
-        real_release = pipeline.release
+        real_release = cell0_rows.release
 
         def release(context, cell0, uuid, task_state):
             if uuid == broken['id']:
                 raise RuntimeError('cell0 is down')
             return real_release(context, cell0, uuid, task_state)
-        with test_move_faults.fixtures.MonkeyPatch(PIPELINE_RELEASE,
-                                                   release):
+        with test_move_faults.fixtures.MonkeyPatch(RELEASE, release):
             healed = dict((uuid, outcome) for uuid, _, outcome in
                           self._heal_after_restart())
         self.assertEqual(heal.ROLLED_BACK, healed[healthy['id']])

@@ -29,7 +29,7 @@ from nova import rpc
 import oslo_messaging
 from oslo_serialization import jsonutils
 
-from nova_cell0_rebuild.adapters import nova_create_pipeline
+from nova_cell0_rebuild.adapters import nova_cell0_rows
 from nova_cell0_rebuild.api import rebuild as rebuild_flow
 from nova_cell0_rebuild.notifications import sender
 from nova_cell0_rebuild.tests.functional import base
@@ -40,7 +40,8 @@ SAMPLES = os.path.normpath(os.path.join(
     os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir,
     os.pardir, 'doc', 'notification_samples'))
 
-PIPELINE = 'nova_cell0_rebuild.adapters.nova_create_pipeline.'
+BUILD_REQUESTS = 'nova_cell0_rebuild.adapters.nova_build_requests.'
+CELL0_ROWS = 'nova_cell0_rebuild.adapters.nova_cell0_rows.'
 
 #: The ids of the samples, as in Nova's samples, by payload field.
 SAMPLE_IDS = {
@@ -115,7 +116,7 @@ class NotificationSampleTest(SampleCheckingTestCase):
     def test_rebuild_error(self):
         server = self._buried()
         self.useFixture(fixtures.MockPatch(
-            PIPELINE + 'schedule_and_build',
+            BUILD_REQUESTS + 'schedule_and_build',
             side_effect=RuntimeError('Injected: the conductor is away')))
         self.notifier.reset()
         resp = self._rebuild(server['id'])
@@ -190,14 +191,14 @@ class RefusedAfterStartTest(SampleCheckingTestCase):
     def test_loser_before_the_move_is_refused_without_a_gate(self):
         server = self._buried()
         loser = []
-        real_claim = nova_create_pipeline.claim
+        real_claim = nova_cell0_rows.claim
 
         def loser_reads_the_claimed_server(*args, **kwargs):
             real_claim(*args, **kwargs)
             if not loser:
                 loser.append(None)
                 loser[0] = self._rebuild(server['id'])
-        self.useFixture(fixtures.MonkeyPatch(PIPELINE + 'claim',
+        self.useFixture(fixtures.MonkeyPatch(CELL0_ROWS + 'claim',
                                              loser_reads_the_claimed_server))
         self.notifier.reset()
         self._rebuild(server['id'])
@@ -212,14 +213,14 @@ class RefusedAfterStartTest(SampleCheckingTestCase):
 
     def test_server_deleted_while_it_moves_is_abandoned(self):
         server = self._buried()
-        real_destroy = nova_create_pipeline.destroy_cell0_instance
+        real_destroy = nova_cell0_rows.destroy_cell0_instance
 
         def deleted_once_unmapped(*args, **kwargs):
             destroyed = real_destroy(*args, **kwargs)
             self.api.delete_server(server['id'])
             return destroyed
         self.useFixture(fixtures.MonkeyPatch(
-            PIPELINE + 'destroy_cell0_instance', deleted_once_unmapped))
+            CELL0_ROWS + 'destroy_cell0_instance', deleted_once_unmapped))
         spec_id = nova_objects.RequestSpec.get_by_instance_uuid(
             self.admin_context, server['id']).id
         self.notifier.reset()

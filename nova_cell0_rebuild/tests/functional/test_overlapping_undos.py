@@ -19,6 +19,8 @@ it. The slow undo then finds its remap refused; it must leave the row the
 mapping points at, and say it was taken over, never "rolled back".
 """
 
+import pkgutil
+
 import eventlet
 
 from nova_cell0_rebuild.objects import fields
@@ -27,8 +29,8 @@ from nova_cell0_rebuild.tests.functional import test_move_faults
 from nova_cell0_rebuild.tests.functional import test_move_lease
 
 #: The remap that ends a burial again: the undo parks just before it.
-REMAP = (test_move_faults.PIPELINE +
-         '_remap_to_cell0_and_drop_build_request')
+REMAP = (test_move_faults.ADAPTERS +
+         'nova_build_requests.remap_to_cell0_and_drop_build_request')
 
 
 class _FirstCallHeld(object):
@@ -49,8 +51,7 @@ class _FirstCallHeld(object):
 class OverlappingUndosTest(test_move_lease._LeaseTestBase):
 
     def _held_remap(self):
-        held = _FirstCallHeld(test_move_faults.pipeline.
-                              _remap_to_cell0_and_drop_build_request)
+        held = _FirstCallHeld(pkgutil.resolve_name(REMAP))
         self.useFixture(test_move_faults.fixtures.MonkeyPatch(REMAP, held))
         return held
 
@@ -71,7 +72,7 @@ class OverlappingUndosTest(test_move_lease._LeaseTestBase):
 
         def fail():
             raise RuntimeError('injected once the rows are gone')
-        with self._inject('complete_request_spec', fail):
+        with self._inject('nova_request_specs.complete_request_spec', fail):
             move = self._rebuild_in_background(server['id'])
             held.hold.reached.wait()
             healed = self._heal_after_restart(server['id'])
@@ -92,7 +93,7 @@ class OverlappingUndosTest(test_move_lease._LeaseTestBase):
 
         def die():
             raise test_move_faults.SimulatedCrash()
-        with self._inject('complete_request_spec', die):
+        with self._inject('nova_request_specs.complete_request_spec', die):
             self.assertRaises(test_move_faults.SimulatedCrash,
                               self._rebuild, server['id'])
         held = self._held_remap()

@@ -28,7 +28,7 @@ from oslo_utils import importutils
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild.tests.functional import base
 
-PIPELINE = 'nova_cell0_rebuild.adapters.nova_create_pipeline.'
+CELL0_ROWS = 'nova_cell0_rebuild.adapters.nova_cell0_rows.'
 COMPUTE = 'nova_cell0_rebuild.adapters.nova_compute.'
 
 
@@ -137,7 +137,7 @@ class UnmigratedMappingTest(base.Cell0RebuildTestCase):
         self._unmigrate(server['id'])
         # Fails after the mapping pointed at no cell, with the cell0 rows
         # still there: the undo maps the server back to cell0.
-        with fixtures.MockPatch(PIPELINE + 'destroy_cell0_instance',
+        with fixtures.MockPatch(CELL0_ROWS + 'destroy_cell0_instance',
                                 side_effect=RuntimeError('Injected')):
             resp = self._rebuild(server['id'])
         self.assertEqual(500, resp.status, resp.body)
@@ -232,7 +232,7 @@ class ConcurrentRebuildTest(base.Cell0RebuildTestCase):
     def test_loser_reads_the_server_the_winner_claimed(self):
         # The loser reads the instance between the winner's claim and its
         # move: the instance has the winner's task state.
-        loser = self._other_rebuild_after(PIPELINE + 'claim')
+        loser = self._other_rebuild_after(CELL0_ROWS + 'claim')
         winner = self._rebuild(self.server['id'])
         self._assert_winner_and_loser(winner, loser[0])
 

@@ -266,7 +266,7 @@ class TestQuotaGate(GateTestCase):
     def setUp(self):
         super().setUp()
         self.quota_refusal = self.useFixture(fixtures.MockPatch(
-            'nova_cell0_rebuild.adapters.nova_compute.quota_refusal',
+            'nova_cell0_rebuild.adapters.nova_quota.quota_refusal',
             return_value=None)).mock
 
     def test_project_within_quota_is_allowed(self):

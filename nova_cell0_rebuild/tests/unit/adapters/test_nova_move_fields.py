@@ -21,7 +21,7 @@ lost or copied blindly.
 from nova import objects as nova_objects
 from oslotest import base
 
-from nova_cell0_rebuild.adapters import nova_create_pipeline as pipeline
+from nova_cell0_rebuild.adapters import nova_move_fields as move_fields
 
 
 class FieldsAreNamedTest(base.BaseTestCase):
@@ -45,28 +45,29 @@ class FieldsAreNamedTest(base.BaseTestCase):
 
     def test_instance(self):
         self._assert_partition(
-            nova_objects.Instance.fields, pipeline.INSTANCE_COPIED,
-            pipeline.INSTANCE_REBUILT, pipeline.INSTANCE_DROPPED)
+            nova_objects.Instance.fields, move_fields.INSTANCE_COPIED,
+            move_fields.INSTANCE_REBUILT, move_fields.INSTANCE_DROPPED)
 
     def test_request_spec(self):
         self._assert_partition(
-            nova_objects.RequestSpec.fields, pipeline.REQUEST_SPEC_KEPT,
-            pipeline.REQUEST_SPEC_RESET)
+            nova_objects.RequestSpec.fields, move_fields.REQUEST_SPEC_KEPT,
+            move_fields.REQUEST_SPEC_RESET)
 
     def test_build_request(self):
         self._assert_partition(
-            nova_objects.BuildRequest.fields, pipeline.BUILD_REQUEST_SET,
-            pipeline.BUILD_REQUEST_DATABASE)
+            nova_objects.BuildRequest.fields, move_fields.BUILD_REQUEST_SET,
+            move_fields.BUILD_REQUEST_DATABASE)
 
     def test_block_device_mapping(self):
         # Every field but the dropped ones is copied.
         self._assert_partition(
-            nova_objects.BlockDeviceMapping.fields, pipeline.BDM_DROPPED,
+            nova_objects.BlockDeviceMapping.fields, move_fields.BDM_DROPPED,
             set(nova_objects.BlockDeviceMapping.fields) -
-            set(pipeline.BDM_DROPPED))
+            set(move_fields.BDM_DROPPED))
 
     def test_every_field_dropped_or_rebuilt_says_why(self):
-        for table in (pipeline.INSTANCE_REBUILT, pipeline.INSTANCE_DROPPED,
-                      pipeline.BDM_DROPPED, pipeline.REQUEST_SPEC_RESET):
+        for table in (move_fields.INSTANCE_REBUILT,
+                      move_fields.INSTANCE_DROPPED, move_fields.BDM_DROPPED,
+                      move_fields.REQUEST_SPEC_RESET):
             for field, reason in table.items():
                 self.assertTrue(reason.strip(), field)
