@@ -19,13 +19,17 @@ from testtools import content
 from nova_cell0_rebuild.tests import quiet_output
 
 
-class _Verbose(quiet_output.CappedDetails, testtools.TestCase):
-    """Fails with a log longer than subunit can carry in one packet."""
+def _verbose_failure():
+    """A test that fails with a log longer than subunit carries at once.
 
-    def test_fails_loudly(self):
-        self.addDetail('pythonlogging', content.text_content(
-            'head line\n' + 'x' * (5 * 1024 * 1024) + '\ntail line'))
-        self.fail('on purpose')
+    Made here, not at module level, so the runner does not collect it.
+    """
+    class Verbose(quiet_output.CappedDetails, testtools.TestCase):
+        def test_fails_loudly(self):
+            self.addDetail('pythonlogging', content.text_content(
+                'head line\n' + 'x' * (5 * 1024 * 1024) + '\ntail line'))
+            self.fail('on purpose')
+    return Verbose('test_fails_loudly')
 
 
 class CappedDetailsTest(testtools.TestCase):
@@ -34,7 +38,7 @@ class CappedDetailsTest(testtools.TestCase):
         stream = io.BytesIO()
         result = subunit.StreamResultToBytes(stream)
         result.startTestRun()
-        _Verbose('test_fails_loudly').run(
+        _verbose_failure().run(
             testtools.ExtendedToStreamDecorator(result))
         result.stopTestRun()
         # Without the cap: ValueError('Length too long') from subunit.
