@@ -29,6 +29,7 @@ a rename from 'web' to 'Web ' would look unchanged there without BINARY.
 
 import netaddr
 from nova.db.main import models as main_models
+from oslo_versionedobjects import fields as ovo_fields
 import sqlalchemy as sa
 
 
@@ -60,9 +61,30 @@ def instance_row_unchanged(session, instance, columns):
 
     :param instance: the Instance the move read and copied.
     """
-    return [_equals(session, getattr(main_models.Instance, name),
-                    getattr(instance, name))
-            for name in columns if instance.obj_attr_is_set(name)]
+    criteria = []
+    for name in columns:
+        if not instance.obj_attr_is_set(name):
+            continue
+        column = getattr(main_models.Instance, name)
+        value = getattr(instance, name)
+        criterion = _equals(session, column, value)
+        null_reads_as = _null_reads_as(instance, name)
+        if null_reads_as is not None and null_reads_as == value:
+            # Nova reads NULL in this column as the field's default (the
+            # locked, auto_disk_config, shutdown_terminate and
+            # disable_terminate of a row Nova's API did not write whole):
+            # the instance the move copied cannot tell them apart.
+            criterion = sa.or_(column.is_(None), criterion)
+        criteria.append(criterion)
+    return criteria
+
+
+def _null_reads_as(instance, name):
+    """What Nova's object holds for a NULL in the column (None: None)."""
+    field = instance.fields[name]
+    if field.nullable or field.default is ovo_fields.UnspecifiedDefault:
+        return None
+    return field.default
 
 
 def rest_unchanged(session, instance_uuid, system_metadata=None,
