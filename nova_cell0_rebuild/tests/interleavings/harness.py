@@ -241,13 +241,14 @@ def results_dir():
                           os.path.join(os.getcwd(), '.interleavings'))
 
 
-def write_results(test_id, schedules, violations, seconds):
+def write_results(test_id, schedules, violations, seconds, groups=None):
     """One JSON file per test: its schedules, violations and timings."""
     directory = results_dir()
     os.makedirs(directory, exist_ok=True)
     with open(os.path.join(directory, test_id + '.json'), 'w') as out:
         json.dump({'test': test_id, 'schedules': schedules,
-                   'seconds': seconds, 'violations': violations}, out,
+                   'seconds': seconds, 'groups': groups or {},
+                   'violations': violations}, out,
                   indent=1)
 
 
@@ -265,7 +266,9 @@ class Exploration(World):
         """
         tables = invariants.Tables(self.engines)
         violations = []
+        self.per_group = {}
         for names in groups:
+            before = self.schedules
             builders = actors.build(names)
 
             def run_one(prefix, chooser, builders=builders):
@@ -281,8 +284,10 @@ class Exploration(World):
                     violations.append({'kind': kind, 'detail': detail,
                                        'spec': run.spec,
                                        'trace': run.describe()})
+            self.per_group[','.join(names)] = self.schedules - before
         write_results(self.id(), self.schedules, violations,
-                      dict(self.timing, setup=self.setup_seconds))
+                      dict(self.timing, setup=self.setup_seconds),
+                      self.per_group)
         if violations:
             self.fail('%d schedules\n%s' % (
                 self.schedules, describe(violations)))
@@ -293,6 +298,14 @@ class Exploration(World):
         run = self.run_schedule(actors.build(names), choices)
         self.assertEqual(choices, run.choices[:len(choices)])
         return self.check(invariants.Tables(self.engines))
+
+    def assertNotFound(self, kind, spec):
+        """Replay *spec*: no violation of *kind* (others are reported too).
+        """
+        violations = self.replay(spec)
+        self.assertNotIn(kind, [k for k, _ in violations],
+                         '%s\n%s' % (spec, '\n'.join(
+                             '%s: %s' % v for v in violations)))
 
 
 def describe(violations):

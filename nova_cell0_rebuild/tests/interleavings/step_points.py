@@ -15,8 +15,11 @@
 Each entry names a function by its dotted path, so that when a module is
 split or renamed this file is the only one to change. An actor stops just
 before the function runs (and, for ``after`` entries, once it returned).
-A step point must never be inside a database transaction (a paused actor
-would hold it): the functions listed are all called outside one.
+A step point must never be inside a database transaction or inside Nova's
+``target_cell`` (a paused actor would hold the transaction, or the lock
+Nova's cell database fixture takes there, and every other actor would
+wait; the explorer's watchdog reports it as stuck): the functions listed
+are all called outside both.
 """
 
 import functools
@@ -32,12 +35,15 @@ STEP_POINTS = [
     # The rebuild's forward path (tasks/rebuild_from_cell0.py).
     ('journal start', _JOURNAL + 'start', False),
     ('claim', _PIPELINE + 'claim', False),
-    ('glance/cinder', _PIPELINE + 'image_for_build', False),
-    ('neutron', _PIPELINE + 'resource_requests', False),
+    # Glance and Cinder (the image or volume), then Neutron (port resource
+    # requests): the move writes nothing from here to the BuildRequest, so
+    # one step point covers the window of these calls.
+    ('glance/cinder/neutron', _PIPELINE + 'image_for_build', False),
     ('build request', _PIPELINE + 'move_to_build_request', False),
     ('cell0 hard delete', _PIPELINE + 'destroy_cell0_instance', False),
     ('still pending', _PIPELINE + 'still_pending', False),
-    ('cast', _PIPELINE + 'schedule_and_build', True),
+    # The cast, made a call: the conductor's schedule_and_build_instances
+    # runs while the move waits (nothing is written in between).
     ('conductor',
      'nova.conductor.manager.ComputeTaskManager.'
      'schedule_and_build_instances', False),
@@ -62,8 +68,9 @@ STEP_POINTS = [
      'nova_cell0_rebuild.operations.purge.purge_journals', False),
     ('purge stashes', 'nova_cell0_rebuild.tasks.server_history.stale',
      False),
-    # nova-manage db archive_deleted_rows, one cell at a time.
-    ('archive cell', 'nova.db.main.api.archive_deleted_rows', False),
+    # nova-manage db archive_deleted_rows is one step: it archives each
+    # cell inside Nova's target_cell, where the harness serializes cells
+    # with a lock, and an actor must not pause holding it.
 ]
 
 

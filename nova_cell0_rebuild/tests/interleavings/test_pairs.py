@@ -28,7 +28,7 @@ CLASSES = 10
 
 #: Roughly how many step points each actor passes, to balance classes.
 WEIGHT = {'rebuild_a': 12, 'rebuild_b': 12, 'heal_a': 4, 'heal_b': 4,
-          'delete': 3, 'purge': 3, 'archive': 2}
+          'delete': 3, 'purge': 6, 'archive': 2}
 
 PAIRS = list(itertools.combinations(actors.ACTORS, 2))
 
