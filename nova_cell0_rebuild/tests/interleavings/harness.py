@@ -295,7 +295,7 @@ class Exploration(World):
     def replay(self, spec):
         """Run one schedule from its spec; returns its violations."""
         names, choices = explorer.parse_spec(spec)
-        run = self.run_schedule(actors.build(names), choices)
+        run = self.last_run = self.run_schedule(actors.build(names), choices)
         self.assertEqual(choices, run.choices[:len(choices)])
         return self.check(invariants.Tables(self.engines))
 

@@ -33,6 +33,19 @@ class FoundTest(harness.Exploration):
         spec = 'rebuild_a,heal_a,heal_b:0,0,0,0,0,0,1,1,1,1,2,2,2,2,2'
         self.assertNotFound('lost', spec)
         self.assertNotFound('homes', spec)
+        steps = self.last_run.steps
+        # heal_a wrote the cell0 row and stopped before its remap (where
+        # it is next released from); heal_b meanwhile took the lease over.
+        self.assertEqual(('heal_b', 'heal take over'), steps[11])
+        self.assertEqual('undo remap', [at for actor, at in steps[10:]
+                                        if actor == 'heal_a'][0])
+
+    def test_rename_between_the_build_request_and_the_hard_delete(self):
+        # Issue 25, point 2: a rename Nova accepts while the server is the
+        # move's BuildRequest (rebuild_a @ cell0 hard delete) is not on the
+        # rebuilt server.
+        self.assertNotFound('write dropped',
+                            'rebuild_a,rename:0,0,0,0,0,1,0,0,0,0')
 
     def test_delete_accepted_while_the_move_lands_the_server(self):
         # The DELETE reads the server in cell0 (delete @ start), the move
