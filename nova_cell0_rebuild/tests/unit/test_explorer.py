@@ -12,8 +12,13 @@
 
 """The interleaving explorer's engine (tests/explorer.py), without Nova."""
 
+import importlib.util
+import io
 import itertools
+import json
+import os
 
+import fixtures
 from oslotest import base
 
 from nova_cell0_rebuild.tests import explorer
@@ -204,3 +209,47 @@ class PruningTest(base.BaseTestCase):
         runs = list(explorer.explore(run))
         self.assertEqual({0, 1, 2, 3}, outcomes)
         self.assertLess(len(runs), explorer.count_schedules([4, 3]))
+
+
+class SummaryTest(base.BaseTestCase):
+    """tools/ci/interleavings_summary.py: one line, rc 1 on a violation."""
+
+    def _summary(self):
+        path = os.path.join(os.path.dirname(__file__), '..', '..', '..',
+                            'tools', 'ci', 'interleavings_summary.py')
+        spec = importlib.util.spec_from_file_location('summary', path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    def _run(self, results, *args):
+        directory = self.useFixture(fixtures.TempDir()).path
+        for i, result in enumerate(results):
+            with open(os.path.join(directory, '%d.json' % i), 'w') as out:
+                json.dump(result, out)
+        stdout = self.useFixture(fixtures.StringStream('stdout'))
+        self.useFixture(fixtures.MonkeyPatch('sys.stdout', stdout.stream))
+        self.useFixture(fixtures.MonkeyPatch('sys.stderr', io.StringIO()))
+        rc = self._summary().main([directory] + list(args))
+        stdout.stream.seek(0)
+        return rc, stdout.stream.read()
+
+    def test_one_line_and_its_counts(self):
+        violation = {'kind': 'lost', 'spec': 'a,b:0,1', 'detail': 'x'}
+        rc, out = self._run([
+            {'schedules': 10, 'violations': []},
+            {'schedules': 5, 'violations': [violation, violation]}],
+            '--kinds')
+        self.assertEqual('explored 15 schedules, 2 violations\n', out)
+        self.assertEqual(1, rc)
+
+    def test_clean_run(self):
+        rc, out = self._run([{'schedules': 3, 'violations': []}])
+        self.assertEqual('explored 3 schedules, 0 violations\n', out)
+        self.assertEqual(0, rc)
+
+    def test_missing_results_fail(self):
+        rc, _ = self._run([{'schedules': 3, 'violations': []}],
+                          '--tests', '2')
+        self.assertEqual(1, rc)
+        self.assertEqual(1, self._run([])[0])
