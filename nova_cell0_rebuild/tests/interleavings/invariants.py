@@ -167,6 +167,18 @@ def _writes(world):
                    'server has locked=%r reason=%r' % ((reason,) + locked))
 
 
+def _allocations(world, deleted):
+    """A server that is not on a host holds no allocation in placement."""
+    if deleted:
+        return  # checked with everything else once archived and purged
+    where = world._where(world.server_id)
+    count = _scalar(world.engines['placement'], 'SELECT COUNT(*) FROM '
+                    'allocations WHERE consumer_id = :u', u=world.server_id)
+    if count and not where[3]:
+        yield ('left behind', 'allocations of a server not in a real '
+               'cell: %s' % (where,))
+
+
 def _journal_in_progress(world):
     rows = _rows(world.engines['api'],
                  'SELECT status, step FROM cell0_rebuild_move_journal '
@@ -232,6 +244,7 @@ def check(world, tables):
     violations += list(_homes(world, deleted))
     violations += list(_writes(world))
     violations += list(_journal_in_progress(world))
+    violations += list(_allocations(world, deleted))
     if deleted:
         violations += list(_history(world, tables))
     return violations
