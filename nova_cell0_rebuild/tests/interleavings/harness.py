@@ -145,14 +145,19 @@ class World(test_move_faults.MoveChecks, base.Cell0RebuildTestCase):
         return user, admin
 
     def _create_request_id(self):
+        """The original create's request id; its events, in the world."""
         with nova_context.target_cell(self.admin_context,
                                       self._cell0()) as cctxt:
             engine = main_db_api.get_engine(context=cctxt)
         with engine.connect() as conn:
-            return conn.execute(sa.text(
+            request_id = conn.execute(sa.text(
                 "SELECT request_id FROM instance_actions WHERE "
                 "instance_uuid = :u AND action = 'create'"),
                 {'u': self.server_id}).scalar()
+            self.create_events = sorted(row[0] for row in conn.execute(
+                sa.text(invariants.events_of_action()),
+                {'u': self.server_id, 'r': request_id}))
+        return request_id
 
     def cell_engine(self, name):
         with nova_context.target_cell(self.admin_context,

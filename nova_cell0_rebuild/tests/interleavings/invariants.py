@@ -37,18 +37,18 @@ import sqlalchemy as sa
 from nova_cell0_rebuild.operations import purge as purge_ops
 from nova_cell0_rebuild.tasks import heal
 
-#: The plugin's tables and the column naming the server in each.
-PLUGIN_TABLES = {'cell0_rebuild_move_journal': 'instance_uuid',
-                 'cell0_rebuild_server_histories': 'instance_uuid'}
-
-#: API-database tables of Nova that name a server.
-API_TABLES = {'instance_mappings': 'instance_uuid',
-              'request_specs': 'instance_uuid',
-              'build_requests': 'instance_uuid',
-              'instance_group_member': 'instance_uuid'}
-
 #: The history that must reach the shadow tables, by action.
 SCHEDULING_FAILURE = 'No valid host'
+
+
+def events_of_action(prefix=''):
+    """SQL: the events of a server's (:u) action of a request (:r).
+
+    :param prefix: '' for Nova's tables, 'shadow_' for the archive's.
+    """
+    return ('SELECT e.event FROM {0}instance_actions_events e JOIN '
+            '{0}instance_actions a ON e.action_id = a.id WHERE '
+            'a.instance_uuid = :u AND a.request_id = :r').format(prefix)
 
 
 def _scalar(engine, sql, **params):
@@ -216,6 +216,14 @@ def _history(world, tables):
                                                    for a in actions]:
         yield ('history', 'the original create (%s) is not in the shadow '
                'tables: %s' % (world.create_request_id, actions))
+    events = []
+    for name in world.cell_mappings:
+        events += [e for (e,) in _rows(
+            world.engines[name], events_of_action('shadow_'), u=uuid,
+            r=world.create_request_id)]
+    if sorted(events) != world.create_events:
+        yield ('history', 'the original create\'s events %s are not in the '
+               'shadow tables: %s' % (world.create_events, events))
     if not any(SCHEDULING_FAILURE in (m or '') for (m,) in faults):
         yield ('history', 'the burial fault is not in the shadow tables: '
                '%s' % faults)
