@@ -26,7 +26,9 @@ import functools
 
 import fixtures
 
-_PIPELINE = 'nova_cell0_rebuild.adapters.nova_create_pipeline.'
+_ROWS = 'nova_cell0_rebuild.adapters.nova_cell0_rows.'
+_BUILD_REQUESTS = 'nova_cell0_rebuild.adapters.nova_build_requests.'
+_REQUEST_SPECS = 'nova_cell0_rebuild.adapters.nova_request_specs.'
 _JOURNAL = 'nova_cell0_rebuild.objects.move_journal.MoveJournal.'
 
 #: (label, dotted name, also after the call): the label is what a
@@ -34,14 +36,14 @@ _JOURNAL = 'nova_cell0_rebuild.objects.move_journal.MoveJournal.'
 STEP_POINTS = [
     # The rebuild's forward path (tasks/rebuild_from_cell0.py).
     ('journal start', _JOURNAL + 'start', False),
-    ('claim', _PIPELINE + 'claim', False),
+    ('claim', _ROWS + 'claim', False),
     # Glance and Cinder (the image or volume), then Neutron (port resource
     # requests): the move writes nothing from here to the BuildRequest, so
     # one step point covers the window of these calls.
-    ('glance/cinder/neutron', _PIPELINE + 'image_for_build', False),
-    ('build request', _PIPELINE + 'move_to_build_request', False),
-    ('cell0 hard delete', _PIPELINE + 'destroy_cell0_instance', False),
-    ('still pending', _PIPELINE + 'still_pending', False),
+    ('glance/cinder/neutron', _REQUEST_SPECS + 'image_for_build', False),
+    ('build request', _BUILD_REQUESTS + 'move_to_build_request', False),
+    ('cell0 hard delete', _ROWS + 'destroy_cell0_instance', False),
+    ('still pending', _BUILD_REQUESTS + 'still_pending', False),
     # The cast, made a call: the conductor's schedule_and_build_instances
     # runs while the move waits (nothing is written in between).
     ('conductor',
@@ -49,11 +51,12 @@ STEP_POINTS = [
      'schedule_and_build_instances', False),
     ('journal finish', _JOURNAL + 'finish', False),
     # The undo (tasks/undo.py), by the rollback or by heal.
-    ('undo release', _PIPELINE + 'release', False),
-    ('undo move back', _PIPELINE + 'move_back_to_cell0', False),
+    ('undo release', _ROWS + 'release', False),
+    ('undo move back', _BUILD_REQUESTS + 'move_back_to_cell0', False),
     ('undo bury again', 'nova_cell0_rebuild.tasks.server_history.'
      'bury_again', False),
-    ('undo remap', _PIPELINE + '_remap_to_cell0_and_drop_build_request',
+    ('undo remap', _BUILD_REQUESTS +
+     'remap_to_cell0_and_drop_build_request',
      False),
     # Heal (tasks/heal.py).
     ('heal take over', _JOURNAL + 'take_over', False),
