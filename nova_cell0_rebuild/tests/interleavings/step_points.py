@@ -69,8 +69,8 @@ STEP_POINTS = [
      False),
     ('purge journals',
      'nova_cell0_rebuild.operations.purge.purge_journals', False),
-    ('purge stashes', 'nova_cell0_rebuild.tasks.server_history.stale',
-     False),
+    ('purge stashes',
+     'nova_cell0_rebuild.tasks.server_history.write_back_or_keep', False),
     # nova-manage db archive_deleted_rows is one step: it archives each
     # cell inside Nova's target_cell, where the harness serializes cells
     # with a lock, and an actor must not pause holding it.
