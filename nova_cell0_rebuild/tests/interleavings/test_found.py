@@ -47,6 +47,13 @@ class FoundTest(harness.Exploration):
         self.assertNotFound('write dropped',
                             'rebuild_a,rename:0,0,0,0,0,1,0,0,0,0')
 
+    def test_rename_between_the_last_read_and_the_cast(self):
+        # A rename Nova accepts once the move took the BuildRequest's
+        # stored edits (rebuild_a @ conductor: after still pending) is not
+        # on the rebuilt server: the cast sends the copy read before.
+        self.assertNotFound('write dropped',
+                            'rebuild_a,rename:0,0,0,0,0,0,0,1,0,0')
+
     def test_delete_accepted_while_the_move_lands_the_server(self):
         # The DELETE reads the server in cell0 (delete @ start), the move
         # then runs to its end and the server lands in cell1; Nova's
