@@ -26,7 +26,9 @@ nothing more. Otherwise, once Nova answered 204:
 
 A 204 is not proof of a delete: Nova answers an instance with termination
 disabled 204 too, and changes nothing. Nothing is forgotten or written
-unless the server's mapping is gone or queued for delete afterwards.
+unless the server's mapping is gone or queued for delete afterwards. Nor
+when a move landed the server in a real cell between Nova's read of it in
+cell0 and its delete: Nova then deleted nothing, and is asked once more.
 """
 
 from oslo_log import log as logging
@@ -52,14 +54,36 @@ def handle(application, req, context, server_id):
     if not moving and not before.stashed:
         return req.get_response(application)
     record = _record_of(admin, server_id) if moving else None
-    resp = req.get_response(application)
+    resp = req.copy().get_response(application)
     if resp.status_int != 204:
         return resp
     if moving:
-        _forget_moving(admin, server_id, record)
+        after = _where(admin, server_id)
+        if after not in (None, _UNKNOWN) and after.in_real_cell and (
+                not after.queued_for_delete):
+            resp = _delete_where_it_landed(application, req, server_id)
+            if resp.status_int != 204:
+                return resp
+            moving = False
+    if moving:
+        _forget_moving(admin, server_id, record, after)
     else:
         _write_back_history(admin, server_id)
     return resp
+
+
+def _delete_where_it_landed(application, req, server_id):
+    """Ask Nova again to delete a server that landed under its delete.
+
+    Nova's API reads the server, then deletes what it read. A move out of
+    cell0 that lands the server in a real cell in between leaves Nova
+    deleting a cell0 instance that is no longer there: it answers 204 and
+    deletes nothing. Asked again, Nova reads the server where it now is;
+    a server in a real cell never moves out of it again, so once is enough.
+    """
+    LOG.info('Server %s landed in a cell while Nova deleted it from cell0: '
+             'its DELETE is passed to Nova again', server_id)
+    return req.copy().get_response(application)
 
 
 def _look_up(admin, server_id):
@@ -80,17 +104,24 @@ def _record_of(admin, server_id):
         return None
 
 
-def _deleted(admin, server_id):
-    """Whether Nova really deleted the server it answered 204 for.
-
-    :returns: True when its mapping is gone or queued for delete, False
-        when it is not (termination disabled), None when unknown.
-    """
+def _where(admin, server_id):
+    """The server's Whereabouts after Nova's answer; _UNKNOWN if unread."""
     try:
-        after = nova_servers.where_is(admin, [server_id]).get(server_id)
+        return nova_servers.where_is(admin, [server_id]).get(server_id)
     except Exception:
         LOG.exception('Could not check that server %s was deleted; nothing '
                       'of it is forgotten (heal and purge will)', server_id)
+        return _UNKNOWN
+
+
+def _deleted(server_id, after):
+    """Whether Nova really deleted the server it answered 204 for.
+
+    :param after: the server's Whereabouts read after Nova's answer.
+    :returns: True when its mapping is gone or queued for delete, False
+        when it is not (termination disabled), None when unknown.
+    """
+    if after is _UNKNOWN:
         return None
     if after is not None and not after.queued_for_delete:
         LOG.warning('Nova answered the DELETE of server %s with 204 but did '
@@ -100,10 +131,10 @@ def _deleted(admin, server_id):
     return True
 
 
-def _forget_moving(admin, server_id, record):
+def _forget_moving(admin, server_id, record, after):
     """Forget the journal and record of a server deleted in cell0 or moving.
     """
-    if not _deleted(admin, server_id):
+    if not _deleted(server_id, after):
         return
     may_be_cast = True
     try:

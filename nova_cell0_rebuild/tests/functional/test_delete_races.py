@@ -25,6 +25,7 @@ DELETE at each point).
 import io
 import threading
 
+import eventlet
 import fixtures
 from nova.cmd import manage
 from nova import context as nova_context
@@ -341,6 +342,30 @@ class DeleteRacesMoveTest(DeleteRacesTestBase):
         self._delete(server['id'])
         scheduled.release_and_wait(self)
         self._assert_nothing_left({'conductor scheduling': server['id']})
+
+    def test_delete_read_in_cell0_while_the_move_lands(self):
+        # Nova's API read the server in cell0 and is about to delete what
+        # it read; meanwhile the move lands it in cell1 (found by the
+        # interleaving explorer: rebuild_a,delete). Nova then deletes a
+        # cell0 instance that is not there and answers 204: the DELETE
+        # must still delete the server where it now is.
+        server = self._buried_with_capacity()
+        nova_delete = self.useFixture(Hold('nova.compute.api.API.delete'))
+        deleting = eventlet.spawn(
+            self.api.api_delete, '/servers/%s' % server['id'],
+            check_response_status=False)
+        nova_delete.wait_reached(self)
+        resp = self._rebuild(server['id'])
+        self.assertEqual(202, resp.status, resp.body)
+        self._wait_for_state_change(server, 'ACTIVE')
+        self.notifier.reset()
+        nova_delete.release_and_wait(self)
+        self.assertEqual(204, deleting.wait().status)
+        self.notifier.wait_for_versioned_notifications('instance.delete.end')
+        self.api.api_get('/servers/%s' % server['id'],
+                         check_response_status=[404])
+        purge.purge(self.admin_context)
+        self._assert_nothing_left({'landing': server['id']})
 
     def test_delete_while_compute_builds(self):
         server = self._buried_with_capacity()

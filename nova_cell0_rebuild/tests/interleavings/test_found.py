@@ -60,7 +60,7 @@ class FoundTest(harness.Exploration):
         # delete of the cell0 instance it read answers 204 and deletes
         # nothing: the server lives on after an accepted DELETE.
         self.assertNotFound('undead',
-                            'rebuild_a,delete:0,1,0,0,0,0,0,0,0,0,1,1')
+                            'rebuild_a,delete:0,1,0,0,0,0,0,0,0,0,1')
 
     def test_delete_between_the_hard_delete_and_the_cast(self):
         # The DELETE is accepted while the move holds a BuildRequest; the
