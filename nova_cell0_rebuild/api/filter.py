@@ -26,6 +26,7 @@ import webob.exc
 from nova_cell0_rebuild._i18n import _
 from nova_cell0_rebuild.adapters import nova_api
 from nova_cell0_rebuild.adapters import nova_servers
+from nova_cell0_rebuild.api import build_request_actions
 from nova_cell0_rebuild.api import cell0_servers
 from nova_cell0_rebuild.api import create_capture
 from nova_cell0_rebuild.api import rebuild as rebuild_flow
@@ -112,10 +113,15 @@ class Cell0RebuildFilter(object):
         body = rebuild_flow.rebuild_body(req)
         version = nova_api.requested_version(
             req, legacy_v2=self._is_legacy_v2(req))
-        mapping = self.rebuild.wants(req, body, version, server_id)
-        if mapping is None:
-            return req.get_response(self.application)
         try:
+            if body is None:
+                build_request_actions.refuse_while_moving(
+                    req.environ.get('nova.context'), server_id,
+                    build_request_actions.action_of(req))
+                return req.get_response(self.application)
+            mapping = self.rebuild.wants(req, body, version, server_id)
+            if mapping is None:
+                return req.get_response(self.application)
             return self.rebuild.handle(req, body, version, mapping,
                                        server_id)
         except exception.RequestRefused as refusal:
