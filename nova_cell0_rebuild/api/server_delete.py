@@ -54,36 +54,65 @@ def handle(application, req, context, server_id):
     if not moving and not before.stashed:
         return req.get_response(application)
     record = _record_of(admin, server_id) if moving else None
-    resp = req.copy().get_response(application)
+    if not moving:
+        resp = req.get_response(application)
+        if resp.status_int == 204:
+            _write_back_history(admin, server_id)
+        return resp
+    resp, after = _delete_where_it_is(application, req, admin, server_id,
+                                      before)
     if resp.status_int != 204:
         return resp
-    if moving:
-        after = _where(admin, server_id)
-        if after not in (None, _UNKNOWN) and after.in_real_cell and (
-                not after.queued_for_delete):
-            resp = _delete_where_it_landed(application, req, server_id)
-            if resp.status_int != 204:
-                return resp
-            moving = False
-    if moving:
-        _forget_moving(admin, server_id, record, after)
-    else:
+    if after not in (None, _UNKNOWN) and after.in_real_cell:
+        # It landed, and Nova deleted it there: a rebuilt server.
         _write_back_history(admin, server_id)
+    else:
+        _forget_moving(admin, server_id, record, after)
     return resp
 
 
-def _delete_where_it_landed(application, req, server_id):
-    """Ask Nova again to delete a server that landed under its delete.
+#: How often Nova is asked to delete a server that moved under its delete.
+DELETE_ATTEMPTS = 3
+
+
+def _delete_where_it_is(application, req, admin, server_id, before):
+    """Nova's answer to the DELETE, and where the server is after it.
 
     Nova's API reads the server, then deletes what it read. A move out of
-    cell0 that lands the server in a real cell in between leaves Nova
-    deleting a cell0 instance that is no longer there: it answers 204 and
-    deletes nothing. Asked again, Nova reads the server where it now is;
-    a server in a real cell never moves out of it again, so once is enough.
+    cell0 that takes the server elsewhere in between (to its build request,
+    or to a real cell) leaves Nova deleting where the server no longer is:
+    it answers 204 and deletes nothing. While the server is alive after
+    the answer, and not where it was, Nova is asked again: it then reads
+    the server where it now is (a build request it deletes as during its
+    own create; a built server it deletes as any). A server Nova left where
+    it was (termination disabled) is not asked about again.
+
+    :returns: (Nova's last answer, the server's Whereabouts after it: None
+        once its mapping is gone, _UNKNOWN when it could not be read).
     """
-    LOG.info('Server %s landed in a cell while Nova deleted it from cell0: '
-             'its DELETE is passed to Nova again', server_id)
-    return req.copy().get_response(application)
+    where = before
+    for attempt in range(1, DELETE_ATTEMPTS + 1):
+        resp = req.copy().get_response(application)
+        if resp.status_int != 204:
+            return resp, _UNKNOWN
+        after = _where(admin, server_id)
+        if not _moved_alive(where, after) or attempt == DELETE_ATTEMPTS:
+            return resp, after
+        LOG.info('Server %s moved while Nova deleted it (to %s): its DELETE '
+                 'is passed to Nova again', server_id,
+                 after.cell_uuid or 'its build request')
+        where = after
+
+
+def _moved_alive(where, after):
+    """Whether the server is alive after Nova's 204, elsewhere than it was.
+    """
+    if after in (None, _UNKNOWN) or after.queued_for_delete:
+        return False
+    if where is _UNKNOWN:
+        return True
+    return ((where.cell_uuid, where.build_request) !=
+            (after.cell_uuid, after.build_request))
 
 
 def _look_up(admin, server_id):

@@ -367,6 +367,32 @@ class DeleteRacesMoveTest(DeleteRacesTestBase):
         purge.purge(self.admin_context)
         self._assert_nothing_left({'landing': server['id']})
 
+    def test_delete_read_in_cell0_while_the_move_holds_a_build_request(self):
+        # Nova's API read the server in cell0; the move then removed its
+        # cell0 rows and holds it as a build request, not yet cast (found
+        # by the explorer: rebuild_a,delete). Nova deletes the cell0
+        # instance it read, answers 204: the DELETE must still delete the
+        # server, and the move must not cast it.
+        server = self._buried_with_capacity()
+        nova_delete = self.useFixture(Hold('nova.compute.api.API.delete'))
+        pending = self.useFixture(Hold(
+            'nova_cell0_rebuild.adapters.nova_build_requests.still_pending'))
+        casts = self._record_casts()
+        deleting = eventlet.spawn(
+            self.api.api_delete, '/servers/%s' % server['id'],
+            check_response_status=False)
+        nova_delete.wait_reached(self)
+        moving = eventlet.spawn(self._rebuild, server['id'])
+        pending.wait_reached(self)
+        nova_delete.release_and_wait(self)
+        self.assertEqual(204, deleting.wait().status)
+        pending.release_and_wait(self)
+        self.assertEqual(404, moving.wait().status)
+        self.assertEqual([], casts)
+        self.api.api_get('/servers/%s' % server['id'],
+                         check_response_status=[404])
+        self._assert_nothing_left({'build request': server['id']})
+
     def test_delete_while_compute_builds(self):
         server = self._buried_with_capacity()
         spawn = self.useFixture(Hold('nova.virt.fake.FakeDriver.spawn'))
