@@ -337,6 +337,9 @@ HOSTLESS_500 = [
 #: is a BuildRequest, as during any create: nothing is written.
 #: The windows in which the move holds the server as a BuildRequest.
 BUILD_REQUEST_WINDOWS = ('build_request_written', 'build_request')
+#: The filter refuses these (409) while the move holds a BuildRequest.
+FILTER_409_ON_BUILD_REQUEST = ('lock_with_reason', 'new_lock_reason',
+                               'unlock', 'reset_state')
 #: Nova fails these with a 500 (OrphanedObjectError) on a BuildRequest.
 NOVA_500_ON_BUILD_REQUEST = {
     'edits': ('clear_password',),
@@ -450,7 +453,8 @@ class EditDuringMoveTest(testscenarios.WithScenarios, _EditDuringMoveBase):
                              self.edit.visible(self, server_id))
         else:
             self._assert_refused(answer, self.edit)
-            if self.window_name in BUILD_REQUEST_WINDOWS:
+            if (self.window_name in BUILD_REQUEST_WINDOWS and
+                    self.edit_name in FILTER_409_ON_BUILD_REQUEST):
                 # The filter's answer while the move holds a BuildRequest
                 # (Nova's own would be a 500 after recording the action):
                 # nothing written, no action but the move's own.
