@@ -25,7 +25,6 @@ DELETE at each point).
 import io
 import threading
 
-import eventlet
 import fixtures
 from nova.cmd import manage
 from nova import context as nova_context
@@ -74,6 +73,37 @@ _API_TABLES = (
 #: Nova's fault keys for the answers a rebuild that lost the race gives.
 _FAULT_KEYS = {404: 'itemNotFound', 409: 'conflictingRequest'}
 _LOST = ['%s %s' % item for item in _FAULT_KEYS.items()]
+
+
+class _Call(threading.Thread):
+    """A call made in a thread of its own; wait() returns its result.
+
+    threading, not eventlet: this module also runs in Nova's native-thread
+    mode (tox -e functional-threading), where eventlet must not be
+    imported; under eventlet's patching the thread is a green one.
+    """
+
+    def __init__(self, function, *args, **kwargs):
+        super().__init__(daemon=True)
+        self._call = (function, args, kwargs)
+        self._result = None
+        self._error = None
+        self.start()
+
+    def run(self):
+        function, args, kwargs = self._call
+        try:
+            self._result = function(*args, **kwargs)
+        except Exception as error:
+            self._error = error
+
+    def wait(self):
+        self.join(SIGNAL_TIMEOUT)
+        if self.is_alive():
+            raise AssertionError('%s did not return' % (self._call[0],))
+        if self._error is not None:
+            raise self._error
+        return self._result
 
 
 class SimulatedCrash(BaseException):
@@ -351,7 +381,7 @@ class DeleteRacesMoveTest(DeleteRacesTestBase):
         # must still delete the server where it now is.
         server = self._buried_with_capacity()
         nova_delete = self.useFixture(Hold('nova.compute.api.API.delete'))
-        deleting = eventlet.spawn(
+        deleting = _Call(
             self.api.api_delete, '/servers/%s' % server['id'],
             check_response_status=False)
         nova_delete.wait_reached(self)
@@ -378,11 +408,11 @@ class DeleteRacesMoveTest(DeleteRacesTestBase):
         pending = self.useFixture(Hold(
             'nova_cell0_rebuild.adapters.nova_build_requests.still_pending'))
         casts = self._record_casts()
-        deleting = eventlet.spawn(
+        deleting = _Call(
             self.api.api_delete, '/servers/%s' % server['id'],
             check_response_status=False)
         nova_delete.wait_reached(self)
-        moving = eventlet.spawn(self._rebuild, server['id'])
+        moving = _Call(self._rebuild, server['id'])
         pending.wait_reached(self)
         nova_delete.release_and_wait(self)
         self.assertEqual(204, deleting.wait().status)
