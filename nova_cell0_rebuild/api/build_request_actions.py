@@ -23,8 +23,6 @@ answers an action a task state refuses: 409, nothing written. A server
 that is a BuildRequest of Nova's own create is left to Nova.
 """
 
-from oslo_serialization import jsonutils
-
 from nova_cell0_rebuild._i18n import _
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild import exception
@@ -38,25 +36,17 @@ _HELD = _("Cannot '%(action)s' instance %(uuid)s while it is in task_state "
           "scheduling: it is being rebuilt from cell0.")
 
 
-def action_of(req):
-    """The action key of an action body, or None (Nova's to refuse)."""
-    try:
-        body = jsonutils.loads(req.body)
-    except ValueError:
-        return None
-    if isinstance(body, dict) and len(body) == 1:
-        return next(iter(body))
-    return None
-
-
-def refuse_while_moving(context, server_id, action):
-    """Refuse *action* while a move of ours holds the server unbuilt.
+def refuse_while_moving(context, server_id, body):
+    """Refuse the action of *body* while a move of ours holds the server
+    unbuilt.
 
     Two indexed reads (the mapping, then the journal only for a server
     with no cell), and only for the actions in :data:`REFUSED`.
 
+    :param body: the action body (api.rebuild.action_body), or None.
     :raises: RequestRefused(409).
     """
+    action = next(iter(body)) if body else None
     if action not in REFUSED or context is None:
         return
     admin = context.elevated()

@@ -110,14 +110,14 @@ class Cell0RebuildFilter(object):
     def _action(self, req, server_id, project_id=None):
         if self._left_to_nova(req, project_id):
             return req.get_response(self.application)
-        body = rebuild_flow.rebuild_body(req)
+        action = rebuild_flow.action_body(req)
+        body = rebuild_flow.rebuild_body(action)
         version = nova_api.requested_version(
             req, legacy_v2=self._is_legacy_v2(req))
         try:
             if body is None:
                 build_request_actions.refuse_while_moving(
-                    req.environ.get('nova.context'), server_id,
-                    build_request_actions.action_of(req))
+                    req.environ.get('nova.context'), server_id, action)
                 return req.get_response(self.application)
             mapping = self.rebuild.wants(req, body, version, server_id)
             if mapping is None:

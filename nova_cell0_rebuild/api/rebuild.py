@@ -126,17 +126,26 @@ def effective_min_microversion(conf):
         conf.cell0_rebuild.min_microversion).get_string()
 
 
-def rebuild_body(req):
-    """The ``rebuild`` object of an action body, or None for other actions.
+def action_body(req):
+    """The body of an action request that names one action, or None.
 
     Bodies Nova cannot read (not JSON, not one key) are Nova's to refuse.
+    Parsed once per request: the filter reads the rebuild and the actions
+    it refuses during a move (api/build_request_actions) from it.
     """
     try:
         body = jsonutils.loads(req.body)
     except ValueError:
         return None
-    if isinstance(body, dict) and list(body) == ['rebuild']:
+    if isinstance(body, dict) and len(body) == 1:
         return body
+    return None
+
+
+def rebuild_body(action):
+    """The ``rebuild`` action body (from :func:`action_body`), or None."""
+    if action is not None and 'rebuild' in action:
+        return action
     return None
 
 
