@@ -182,17 +182,19 @@ def forget_unbuilt(admin, server_id, may_be_cast):
     RequestSpec and its server group membership would stay for ever. The
     conductor reads neither from the database. If it may have been sent
     the server, the mapping and the allocation are its own; if not (a move
-    that stopped before its cast), they go too, and the history the move
-    stashed with them: no cell will ever hold a row to write it into.
+    that stopped before its cast), they go too. A moved server is then
+    kept deleted in cell0 with the history its move stashed, as Nova's
+    delete keeps a server's row, for archive to move to the shadow tables.
     """
     try:
-        unbuilt = nova_deleted_servers.forget_deleted_server(
-            admin, server_id, may_be_cast=may_be_cast)
-        if unbuilt and not may_be_cast:
-            server_history.forget_unwritable(admin, server_id)
+        if nova_deleted_servers.forget_deleted_server(
+                admin, server_id, may_be_cast=may_be_cast):
+            server_history.keep_deleted(admin, server_id)
     except Exception:
         LOG.exception('Could not remove the RequestSpec and group '
-                      'membership of deleted server %s', server_id)
+                      'membership of deleted server %s, or keep its '
+                      'history; nova-cell0-rebuild-manage purge will',
+                      server_id)
 
 
 def _write_back_history(admin, server_id):

@@ -119,7 +119,7 @@ def heal_move(context, journal, lease_seconds):
     cell0 = cell0_rows.get_cell0(admin)
     mapping = nova_servers.get_mapping(admin, uuid)
     if mapping is None or mapping.queued_for_delete:
-        outcome = _forget_deleted(admin, cell0, journal)
+        outcome = _forget_deleted(admin, journal)
     elif mapping.cell_mapping is not None and not nova_servers.is_cell0(
             mapping.cell_mapping):
         # Fenced: a heal that lost its lease says so, and one whose
@@ -134,13 +134,13 @@ def heal_move(context, journal, lease_seconds):
         outcome = UNDONE[undo.undo(admin, cell0, journal,
                                    RuntimeError('interrupted, healed'))]
         if outcome == DELETED:
-            outcome = _forget_deleted(admin, cell0, journal)
+            outcome = _forget_deleted(admin, journal)
     LOG.info('Healed the move of server %s out of cell0 (step %s): %s',
              uuid, journal.step, outcome)
     return outcome
 
 
-def _forget_deleted(admin, cell0, journal):
+def _forget_deleted(admin, journal):
     """Remove what a server deleted during its move left behind.
 
     Only while heal holds the lease (proved first), and the journal goes
@@ -155,17 +155,13 @@ def _forget_deleted(admin, cell0, journal):
     uuid = journal.instance_uuid
     build_requests.drop_build_request(admin, uuid)
     may_be_cast = journal.step in (Step.CASTING, Step.CAST_SENT)
-    instance = nova_servers.get_cell0_instance(admin, cell0, uuid)
-    if instance is not None and not may_be_cast:
-        # After the cast a cell0 row is the conductor's burial, which
-        # it soft-deletes itself for archive.
-        cell0_rows.destroy_cell0_instance(admin, cell0, instance)
     forgotten = move_states.fenced(journal, journal.destroy_if_unchanged)
     if forgotten in _NOT_OURS:
         return UNDONE[forgotten]
-    if deleted_servers.forget_deleted_server(admin, uuid, may_be_cast) and (
-            not may_be_cast):
-        server_history.forget_unwritable(admin, uuid)
+    if deleted_servers.forget_deleted_server(admin, uuid, may_be_cast):
+        # Its row (a live one a stopped move left in cell0, or one
+        # written from the stash) is kept deleted with its history.
+        server_history.keep_deleted(admin, uuid)
     else:
         server_history.materialise(admin, uuid)
     return DELETED

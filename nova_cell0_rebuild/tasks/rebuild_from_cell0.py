@@ -185,7 +185,7 @@ class RebuildFromCell0Task(base.TaskBase):
                 self.admin, self.build_request, self.server.cell0,
                 request_spec=self.request_spec,
                 also=server_history.stash_in_move(
-                    self.admin, self.instance, self.context.request_id,
+                    self.admin, self.build_request, self.context.request_id,
                     self.history,
                     also=self._advance_to_written if in_transaction
                     else None))
@@ -267,16 +267,16 @@ class RebuildFromCell0Task(base.TaskBase):
             self._remove_cell0_rows()
             self._cast()
         except ServerGone:
-            # Nothing of a deleted server is kept, its journal neither;
-            # the conductor never got it (ServerGone comes before the cast).
+            # What Nova keeps of a deleted server is kept (its row and
+            # history, deleted, until archive), nothing else, its journal
+            # neither; the conductor never got it (ServerGone comes before
+            # the cast).
             LOG.info('Server %s was deleted while it moved out of cell0',
                      self.instance.uuid)
             self.journal.destroy()
             if deleted_servers.forget_deleted_server(
                     self.admin, self.instance.uuid, may_be_cast=False):
-                # No cell will ever have a row to write its history into.
-                server_history.forget_unwritable(self.admin,
-                                                 self.instance.uuid)
+                server_history.keep_deleted(self.admin, self.instance.uuid)
             return None
         if not self._finish_after_cast():
             return None

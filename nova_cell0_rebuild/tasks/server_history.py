@@ -38,6 +38,7 @@ import dataclasses
 from oslo_log import log as logging
 
 from nova_cell0_rebuild.adapters import nova_cell0_rows as cell0_rows
+from nova_cell0_rebuild.adapters import nova_deleted_servers as deleted_servers
 from nova_cell0_rebuild.adapters import nova_instance_history
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild import objects
@@ -111,19 +112,30 @@ def _write_back(admin, stash, mapping):
     return complete
 
 
-def forget_unwritable(admin, instance_uuid):
-    """Drop the stash of a server deleted before it had a row in a cell.
+def keep_deleted(admin, instance_uuid):
+    """Keep the history of a server deleted before it reached a cell.
 
-    Only for a server whose mapping the plugin itself removed because it
-    was deleted as a BuildRequest that was never cast: no cell will ever
-    have a row of it, so its history has nowhere to go (Nova keeps no
-    history of a server that never reached a cell either).
+    Nova keeps a deleted server's row and history until archive moves them
+    to the shadow tables. A server deleted while its move held it as a
+    BuildRequest has no row anywhere: it gets the one Nova's delete would
+    have left, in cell0, soft-deleted, with the stashed history; the stash
+    then goes. Only for a server deleted with no instance row in a cell
+    (``nova_deleted_servers.forget_deleted_server`` said so).
     """
     stash = objects.ServerHistory.get_by_instance_uuid(admin, instance_uuid)
-    if stash is not None:
-        stash.destroy()
-        LOG.info('Server %s was deleted before it reached a cell: its '
-                 'history from cell0 is dropped with it', instance_uuid)
+    if stash is None:
+        # No history to keep: a live cell0 row a stopped move left (if
+        # any) is soft-deleted, as Nova's delete would have.
+        deleted_servers.keep_in_cell0(admin, cell0_rows.get_cell0(admin),
+                                      instance_uuid, None)
+    elif _keep_deleted_stash(admin, stash):
+        LOG.info('Server %s was deleted before it reached a cell: it is '
+                 'kept deleted in cell0 with its history, for archive',
+                 instance_uuid)
+    else:
+        LOG.warning('Server %s was deleted before it reached a cell, and '
+                    'its stashed history names no instance to keep it '
+                    'with: the stash is kept', instance_uuid)
 
 
 def prepare(admin, cell0, instance):
@@ -143,16 +155,22 @@ def prepare(admin, cell0, instance):
     return nova_instance_history.read(admin, cell0, instance.uuid)
 
 
-def stash_in_move(admin, instance, request_id, history, also=None):
+def stash_in_move(admin, build_request, request_id, history, also=None):
     """A callable for the move's API-database transaction.
 
-    It stashes *history* (joining that transaction when the plugin's
-    tables share the API database), then calls *also*.
+    It stashes *history* with the instance written to *build_request*
+    (joining that transaction when the plugin's tables share the API
+    database), then calls *also*. The instance is what a server deleted
+    as that BuildRequest is kept as, deleted, in cell0
+    (:func:`keep_deleted`): Nova's delete removes the BuildRequest.
     """
+    instance = build_request.instance
+
     def _stash():
-        objects.ServerHistory.stash(admin, instance.uuid,
-                                    instance.project_id, history,
-                                    request_id=request_id)
+        objects.ServerHistory.stash(
+            admin, instance.uuid, instance.project_id,
+            dict(history, instance=instance.obj_to_primitive()),
+            request_id=request_id)
         if also is not None:
             also()
     return _stash
@@ -185,13 +203,15 @@ def write_back_or_keep(admin, page=200, dry_run=False):
     ``nova-manage db archive_deleted_rows`` moves it to the shadow tables
     with the server, even for a server deleted without passing through
     the plugin). A server still moving or waiting keeps its stash. A
-    server with no mapping any more was archived (or deleted without a
-    cell) before its history could be written back: its stash is kept,
-    never dropped, and reported.
+    server deleted with no instance row in a cell (its mapping gone, or
+    queued for delete with no cell), whose DELETE could not keep its
+    history, is kept deleted in cell0 with it now (:func:`keep_deleted`);
+    only a stash of an older release, which names no instance to keep it
+    with, is kept and reported.
 
     :param dry_run: write nothing; list what would be written back.
     :returns: (instance uuids written back, instance uuids of stashes
-        whose server has no mapping any more).
+        whose server has no mapping any more and that are kept).
     """
     written, unmapped = [], []
     marker = None
@@ -202,11 +222,28 @@ def write_back_or_keep(admin, page=200, dry_run=False):
             return written, unmapped
         for stash in stashes:
             mapping = nova_servers.get_mapping(admin, stash.instance_uuid)
-            if mapping is None:
-                unmapped.append(stash.instance_uuid)
+            if _deleted_without_cell(mapping):
+                if dry_run or _keep_deleted_stash(admin, stash):
+                    written.append(stash.instance_uuid)
+                else:
+                    unmapped.append(stash.instance_uuid)
             elif mapping.cell_mapping is not None and (
                     mapping.queued_for_delete or
                     not nova_servers.is_cell0(mapping.cell_mapping)):
                 if dry_run or _write_back(admin, stash, mapping):
                     written.append(stash.instance_uuid)
         marker = stashes[-1].id
+
+
+def _deleted_without_cell(mapping):
+    return mapping is None or (mapping.cell_mapping is None and
+                               bool(mapping.queued_for_delete))
+
+
+def _keep_deleted_stash(admin, stash):
+    if not deleted_servers.keep_in_cell0(
+            admin, cell0_rows.get_cell0(admin), stash.instance_uuid,
+            stash.history):
+        return False
+    stash.destroy()
+    return True

@@ -144,16 +144,27 @@ class HistoryAfterArchiveTest(_AfterDeleteTestCase):
                 'cell1', server['id'], shadow=True)})
         self.assertIsNone(self._stash(server['id']))
 
-    def test_purge_keeps_the_stash_of_a_server_archived_unwritten(self):
-        server, _, _, _ = self._rebuilt_from_burial()
+    def test_purge_keeps_the_history_of_a_server_archived_unwritten(self):
+        # Deleted and archived before its history was written back (its
+        # DELETE could not write it): purge keeps it with a deleted cell0
+        # row of the server, which the next archive moves to the shadow
+        # tables; the stash goes only then, never dropped.
+        server, create_id, rebuild_id, faults = self._rebuilt_from_burial()
         with fixtures.MockPatch(
                 'nova_cell0_rebuild.api.server_delete._write_back_history'):
             self._delete_server(server)
         self._archive()
         result = purge.purge(self.admin_context)
-        self.assertEqual([], result['server_histories'])
-        self.assertEqual([server['id']], result['unmapped_server_histories'])
-        self.assertIsNotNone(self._stash(server['id']))
+        self.assertEqual([server['id']], result['server_histories'])
+        self.assertEqual([], result['unmapped_server_histories'])
+        self.assertIsNone(self._stash(server['id']))
+        self._archive()
+        shadow = {request_id: action for action, request_id, _ in
+                  self._actions_in('cell0', server['id'], shadow=True)}
+        self.assertEqual('create', shadow[create_id])
+        self.assertEqual(faults, self._faults_in('cell0', server['id'],
+                                                 shadow=True))
+        self.assertEqual([], self._actions_in('cell0', server['id']))
 
 
 class Ec2IdTest(_AfterDeleteTestCase):

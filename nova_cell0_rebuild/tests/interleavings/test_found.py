@@ -80,6 +80,26 @@ class FoundTest(harness.Exploration):
         self.assertNotFound('history',
                             'rebuild_a,delete:0,0,0,0,0,0,0,0,0,1,1')
 
+    def test_history_of_a_server_deleted_as_the_moves_build_request(self):
+        # The move hard-deleted the cell0 rows (rebuild_a @ cell0 hard
+        # delete); Nova's DELETE, asked again once the server is the
+        # move's BuildRequest, deletes that; the move sees it gone (@ still
+        # pending). No cell has a row of the server: its history (the
+        # original create and its events, the burial fault) must still
+        # reach the shadow tables, kept with a deleted cell0 row.
+        spec = 'rebuild_a,delete:0,1,0,0,0,0,0,1,1,0,1'
+        self.assertNotFound('history', spec)
+        self.assertNotFound('left behind', spec)
+
+    def test_history_of_a_server_deleted_once_cast(self):
+        # As above, but Nova's second delete comes once the move read the
+        # BuildRequest (@ still pending): the move casts, the conductor
+        # finds the BuildRequest gone and writes no row; the DELETE's
+        # hook keeps the server deleted in cell0 with the stashed history.
+        spec = 'rebuild_a,delete:0,1,0,0,0,0,0,1,0,1,0,0,1'
+        self.assertNotFound('history', spec)
+        self.assertNotFound('left behind', spec)
+
     def test_lock_of_the_build_request_answers_no_5xx(self):
         # An admin's lock while the server is the move's BuildRequest
         # (rebuild_a @ cell0 hard delete): OrphanedObjectError, 500.
