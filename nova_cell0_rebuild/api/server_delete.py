@@ -27,8 +27,8 @@ nothing more. Otherwise, once Nova answered 204:
 A 204 is not proof of a delete: Nova answers an instance with termination
 disabled 204 too, and changes nothing. Nothing is forgotten or written
 unless the server's mapping is gone or queued for delete afterwards. Nor
-when a move landed the server in a real cell between Nova's read of it in
-cell0 and its delete: Nova then deleted nothing, and is asked once more.
+when a move took the server out of cell0 between Nova's read of it there
+and its delete: Nova then deleted nothing (or failed), and is asked again.
 """
 
 from oslo_log import log as logging
@@ -66,8 +66,12 @@ def handle(application, req, context, server_id):
     if after not in (None, _UNKNOWN) and after.in_real_cell:
         # It landed, and Nova deleted it there: a rebuilt server.
         _write_back_history(admin, server_id)
-    else:
-        _forget_moving(admin, server_id, record, after)
+        return resp
+    _forget_moving(admin, server_id, record, after)
+    if after not in (None, _UNKNOWN) and after.cell_uuid is not None:
+        # Deleted in cell0 once a move was undone there: the history that
+        # move stashed goes back into cell0, for archive to find with it.
+        _write_back_history(admin, server_id)
     return resp
 
 
@@ -87,17 +91,25 @@ def _delete_where_it_is(application, req, admin, server_id, before):
     own create; a built server it deletes as any). A server Nova left where
     it was (termination disabled) is not asked about again.
 
+    Nova may fail instead: when it read the server in cell0 and the move
+    then wrote its BuildRequest (the mapping names no cell, the cell0 row
+    is still there), Nova's delete of that row looks its cell up in the
+    mapping and raises AttributeError on None (nova/compute/api.py
+    ``API._delete``, "Doing local delete in cell"): a 500. Nova's answer
+    is not kept then either while the server is alive elsewhere: it is
+    asked again, and deletes the server where it now is.
+
     :returns: (Nova's last answer, the server's Whereabouts after it: None
         once its mapping is gone, _UNKNOWN when it could not be read).
     """
     where = before
     for attempt in range(1, DELETE_ATTEMPTS + 1):
         resp = req.copy().get_response(application)
-        if resp.status_int != 204:
+        if resp.status_int != 204 and resp.status_int < 500:
             return resp, _UNKNOWN
         after = _where(admin, server_id)
         if not _moved_alive(where, after) or attempt == DELETE_ATTEMPTS:
-            return resp, after
+            return resp, after if resp.status_int == 204 else _UNKNOWN
         LOG.info('Server %s moved while Nova deleted it (to %s): its DELETE '
                  'is passed to Nova again', server_id,
                  after.cell_uuid or 'its build request')
