@@ -34,6 +34,18 @@ from nova_cell0_rebuild.relay import aardvark_events
 EVENT_TYPE = 'compute_task.build_instances.error'
 #: The failure Aardvark can do something about: no host had room.
 NO_VALID_HOST = 'NoValidHost'
+#: What oslo.messaging appends to the name of an exception it rebuilds on
+#: the caller's side of an RPC call (``deserialize_remote_exception`` in
+#: oslo_messaging/_drivers/common.py makes a subclass ``<name>_Remote``).
+REMOTE_SUFFIX = '_Remote'
+#: The exception names announced, as Nova's ExceptionPayload names the
+#: class of the exception its conductor holds: the scheduler raises
+#: NoValidHost in its own process, so in a cloud the conductor holds
+#: ``NoValidHost_Remote``; plain ``NoValidHost`` when the exception did
+#: not cross a real transport (a NoValidHost the conductor raises itself,
+#: or oslo.messaging's fake driver, which passes the original through).
+ANNOUNCED_FAILURES = frozenset([NO_VALID_HOST,
+                                NO_VALID_HOST + REMOTE_SUFFIX])
 
 
 class NotAnnounced(Exception):
@@ -114,7 +126,7 @@ def judge(context, gates, notice):
     :returns: an :class:`.aardvark_events.Burial`.
     :raises: NotAnnounced saying why the burial is not passed on.
     """
-    if notice.exception != NO_VALID_HOST:
+    if notice.exception not in ANNOUNCED_FAILURES:
         raise NotAnnounced('the failure is %s, not %s' % (notice.exception,
                                                           NO_VALID_HOST))
     spec = notice.request_spec

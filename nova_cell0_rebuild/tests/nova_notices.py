@@ -18,16 +18,37 @@ The payload is made by Nova's notification objects
 shape is the installed Nova's, whatever the release.
 """
 
+import sys
+
 import fixtures
 from nova.compute import utils as compute_utils
 from nova import exception as nova_exception
 from nova.notifications.objects import compute_task
 from nova import objects as nova_objects
+from nova import rpc as nova_rpc
 from oslo_config import cfg
+from oslo_messaging._drivers import common as rpc_common
 
 EVENT_TYPE = 'compute_task.build_instances.error'
 PUBLISHER_ID = 'nova-conductor:conductor-host'
 IMAGE = '155d900f-4e14-4e4c-a73d-069cbf4541e6'
+
+
+def received_over_rpc(error):
+    """*error* as the caller of an RPC call receives it from the server.
+
+    The serialization every real oslo.messaging driver applies to a
+    failure (the fake driver does not: it passes the original through),
+    with the exception modules Nova allows: a NovaException comes back as
+    a subclass named ``<name>_Remote``. The functional test
+    ``test_aardvark_relay`` has the same from a real RabbitMQ.
+    """
+    try:
+        raise error
+    except Exception:
+        data = rpc_common.serialize_remote_exception(sys.exc_info())
+    return rpc_common.deserialize_remote_exception(
+        data, nova_rpc.get_allowed_exmods())
 
 
 def flavor(**sizes):

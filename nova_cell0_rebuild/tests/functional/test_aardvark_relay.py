@@ -19,7 +19,10 @@ type, payload); the relay, built from the configuration as the console
 script builds it, listens there and judges each server on Nova's
 databases; a listener configured as Aardvark configures its own (no pool,
 its ``[notification] topics``, one endpoint per event type with a
-``NotificationFilter``) receives what the relay publishes.
+``NotificationFilter``) receives what the relay publishes. Nova's own
+services talk over oslo.messaging's fake driver, which passes exceptions
+through unchanged; one test has the conductor call the scheduler over the
+node instead, so that the burial names the exception as a cloud's does.
 
 The node is started from the Debian package (rabbitmq-server) with the
 minicloud's code (tools/minicloud/rabbitmq.py): its own directories, node
@@ -37,12 +40,18 @@ import sys
 import time
 
 import fixtures
+from nova.objects import base as nova_objects_base
+from nova import rpc as nova_rpc
+from nova.scheduler import rpcapi as scheduler_rpcapi
+from nova import utils as nova_utils
 from oslo_config import cfg
 import oslo_messaging
+from oslo_messaging.rpc import dispatcher as rpc_dispatcher
 from oslo_utils import strutils
 
 from nova_cell0_rebuild.cmd import aardvark_relay
 from nova_cell0_rebuild.conf import cell0_rebuild_relay as relay_conf
+from nova_cell0_rebuild.relay import burials
 from nova_cell0_rebuild.tests.functional import base
 
 CONF = cfg.CONF
@@ -187,6 +196,51 @@ class AardvarkRelayTest(base.Cell0RebuildTestCase):
         self.flags(control_exchange='nova')
         self.flags(state_update_delay=0.5, group='cell0_rebuild_relay')
 
+    def start_service(self, name, *args, **kwargs):
+        service = super().start_service(name, *args, **kwargs)
+        self.services = getattr(self, 'services', {})
+        self.services[name] = service
+        return service
+
+    def _scheduler_over_rabbitmq(self):
+        """Route the conductor's scheduler calls over the RabbitMQ node.
+
+        Nova's services talk over oslo.messaging's fake driver here, which
+        hands the scheduler's NoValidHost to the conductor as raised. A
+        real transport does not: the scheduler's RPC server serializes it,
+        and the conductor's client rebuilds it as ``NoValidHost_Remote``
+        (``oslo_messaging._drivers.common.deserialize_remote_exception``),
+        the name Nova then puts in the burial's ExceptionPayload. So the
+        real scheduler manager is served on the node as ``nova.rpc.
+        get_server`` serves it, and the conductor's SchedulerAPI gets a
+        client on the node as ``nova.rpc.create_transport`` and
+        ``get_client`` make it (Nova's allowed exception modules).
+        """
+        transport = oslo_messaging.get_rpc_transport(
+            CONF, url=self.rabbit.url,
+            allowed_remote_exmods=nova_rpc.get_allowed_exmods())
+        self.addCleanup(transport.cleanup)
+        serializer = nova_rpc.RequestContextSerializer(
+            nova_objects_base.NovaObjectSerializer())
+        executor = ('threading' if nova_utils.concurrency_mode_threading()
+                    else 'eventlet')
+        server = oslo_messaging.get_rpc_server(
+            transport, oslo_messaging.Target(
+                topic=scheduler_rpcapi.RPC_TOPIC, server='scheduler-host'),
+            [self.services['scheduler'].manager], executor=executor,
+            serializer=serializer,
+            access_policy=rpc_dispatcher.DefaultRPCAccessPolicy)
+        server.start()
+        self.addCleanup(server.wait)
+        self.addCleanup(server.stop)
+        task_manager = self.services['conductor'].manager.compute_task_mgr
+        rpcapi = task_manager.query_client.scheduler_rpcapi
+        client = oslo_messaging.get_rpc_client(
+            transport, oslo_messaging.Target(
+                topic=scheduler_rpcapi.RPC_TOPIC, version='4.0'),
+            version_cap=rpcapi.client.version_cap, serializer=serializer)
+        self.useFixture(fixtures.MockPatchObject(rpcapi, 'client', client))
+
     def _bury(self):
         """An ordinary server and one with personality files, buried.
 
@@ -287,3 +341,21 @@ class AardvarkRelayTest(base.Cell0RebuildTestCase):
         # An image-backed server: no volume (master would ask Cinder).
         self.assertEqual([], received[1][2]['nova_object.data'][
             'block_devices'])
+
+    def test_no_valid_host_received_over_rpc(self):
+        # What a cloud's conductor sends: the scheduler's NoValidHost came
+        # over RabbitMQ, and the payload names the class oslo.messaging
+        # made of it.
+        self._scheduler_over_rabbitmq()
+        uuid = self._create_buried_server()['id']
+        [sent] = [sent for sent in self.notifier.versioned_notifications
+                  if sent['event_type'] == burials.EVENT_TYPE]
+        self.assertEqual('NoValidHost_Remote', sent['payload'][
+            'nova_object.data']['reason']['nova_object.data']['exception'])
+
+        received = self._relay_to('master', [sent],
+                                  'scheduler.select_destinations.error')
+        self._assert_announced(received, uuid,
+                               'scheduler.select_destinations.error')
+        self.assertEqual('NoValidHost_Remote', received[0][2][
+            'nova_object.data']['reason']['nova_object.data']['exception'])

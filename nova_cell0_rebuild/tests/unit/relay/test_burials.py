@@ -42,6 +42,15 @@ class ReadNoticeTest(testtools.TestCase):
         self.assertEqual(nova_notices.IMAGE,
                          burials._image_uuid(notice.request_spec))
 
+    def test_what_a_cloud_sends(self):
+        # The scheduler's NoValidHost as the conductor receives it.
+        received = nova_notices.received_over_rpc(nova_exception.NoValidHost(
+            reason='There are not enough hosts available.'))
+        self.assertIsInstance(received, nova_exception.NoValidHost)
+        notice = burials.read_notice(self.nova.build_instances_error(
+            UUID, error=received))
+        self.assertEqual('NoValidHost_Remote', notice.exception)
+
     def test_aggregates_first_item_split(self):
         notice = burials.read_notice(self.nova.build_instances_error(
             UUID, aggregates=['%s,%s' % (AGG1, AGG2), 'other']))
@@ -76,6 +85,33 @@ class JudgeWithoutDatabasesTest(testtools.TestCase):
             UUID, error=nova_exception.MaxRetriesExceeded(reason='x'))
         exc = self.assertRaises(burials.NotAnnounced, self._judge, payload)
         self.assertIn('MaxRetriesExceeded, not NoValidHost', str(exc))
+
+    def _past_the_failure(self, error):
+        """Judge a burial by *error* with no RequestSpec: refused for the
+        RequestSpec only if the failure was accepted.
+        """
+        payload = self.nova.build_instances_error(UUID, error=error)
+        payload['nova_object.data']['request_spec'] = None
+        return str(self.assertRaises(burials.NotAnnounced, self._judge,
+                                     payload))
+
+    def test_no_valid_host_is_accepted(self):
+        self.assertIn('no RequestSpec', self._past_the_failure(
+            nova_exception.NoValidHost(reason='x')))
+
+    def test_no_valid_host_received_over_rpc_is_accepted(self):
+        self.assertIn('no RequestSpec', self._past_the_failure(
+            nova_notices.received_over_rpc(
+                nova_exception.NoValidHost(reason='x'))))
+
+    def test_another_failure_received_over_rpc_is_not_announced(self):
+        self.assertIn('MaxRetriesExceeded_Remote, not NoValidHost',
+                      self._past_the_failure(nova_notices.received_over_rpc(
+                          nova_exception.MaxRetriesExceeded(reason='x'))))
+
+    def test_the_accepted_names(self):
+        self.assertEqual({'NoValidHost', 'NoValidHost_Remote'},
+                         burials.ANNOUNCED_FAILURES)
 
     def test_no_request_spec_is_not_announced(self):
         payload = self.nova.build_instances_error(UUID)
