@@ -422,19 +422,48 @@ class MiniCloud(object):
         print('minicloud: down; logs kept in %s' % self.procs.log_dir)
 
 
-def leftover_pids(workdir):
-    """Processes whose command line names the working directory."""
-    found = []
+def _process_table():
+    """{pid: (parent pid, session id, command line)} of live processes."""
+    table = {}
     for entry in os.listdir('/proc'):
-        if not entry.isdigit() or int(entry) == os.getpid():
+        if not entry.isdigit():
             continue
         try:
+            with open('/proc/%s/stat' % entry) as stat:
+                fields = stat.read().rsplit(')', 1)[1].split()
             with open('/proc/%s/cmdline' % entry, 'rb') as cmdline:
-                if workdir.encode() in cmdline.read():
-                    found.append(int(entry))
+                command = cmdline.read()
         except OSError:
             continue
+        # fields: state ppid pgrp session ...; a zombie has no command.
+        if fields[0] != 'Z':
+            table[int(entry)] = (int(fields[1]), int(fields[3]), command)
+    return table
+
+
+def _ancestors(pid, table):
+    """*pid* and the processes it descends from."""
+    found = set()
+    while pid in table and pid not in found:
+        found.add(pid)
+        pid = table[pid][0]
     return found
+
+
+def leftover_pids(workdir):
+    """Processes of the cloud: their command line names the working
+    directory, and they are neither this process, nor one it descends from
+    (a ``timeout`` wrapper, the shell that ran it), nor another of its
+    session (the ``tee`` of a pipe): every service is started in a session
+    of its own (``Processes.start``), and what it leaves keeps that session
+    or makes one of its own.
+    """
+    table = _process_table()
+    mine = _ancestors(os.getpid(), table)
+    session = os.getsid(0)
+    return sorted(pid for pid, (_ppid, sid, command) in table.items()
+                  if workdir.encode() in command and pid not in mine and
+                  sid != session)
 
 
 def main(argv=None):
