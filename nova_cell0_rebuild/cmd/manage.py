@@ -16,8 +16,9 @@ Reads the same configuration files as nova-manage (``--config-file``,
 ``--config-dir``; default ``/etc/nova/nova.conf``).
 
 Exit codes: 0 success; 1 error (printed as one line on stderr, an
-unreadable configuration file among them); 2 usage (a malformed server UUID
-or ``--before`` value, a missing configuration file); 3 something needs an
+unreadable configuration file among them); 2 usage, before any database is
+read (an argument :mod:`.arguments` or ``purge --before`` refuses, a missing
+configuration file); 3 something needs an
 operator's attention (``heal`` left a move alone, ``rebuild`` was refused:
 the refusal is printed); 4 the server is not found (``show``: nothing of it
 is known, ``rebuild``: it does not exist or was deleted).
@@ -28,19 +29,18 @@ import json
 import logging as std_logging
 import re
 import sys
-import uuid as uuid_lib
 import warnings
 
 from dateutil import parser as date_parser
 from oslo_config import cfg
 from oslo_log import log as logging
 from oslo_utils import timeutils
-from oslo_utils import uuidutils
 import prettytable
 
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild.adapters import nova_service_context
 from nova_cell0_rebuild.api import rebuild as rebuild_flow
+from nova_cell0_rebuild.cmd import arguments
 from nova_cell0_rebuild.cmd import startup
 from nova_cell0_rebuild import conf as plugin_conf
 from nova_cell0_rebuild.db import migration
@@ -107,13 +107,6 @@ def before_cutoff(value, now=None):
     except (ValueError, OverflowError, date_parser.UnknownTimezoneWarning):
         raise ValueError('invalid --before %r: give %s'
                          % (value, BEFORE_FORMS))
-
-
-def _server_uuid(value):
-    """A server UUID in Nova's form, or None if value is not one."""
-    if not uuidutils.is_uuid_like(value):
-        return None
-    return str(uuid_lib.UUID(value))
 
 
 def _fail(code, message):
@@ -184,16 +177,17 @@ class Cell0Commands(object):
     @args('--project', metavar='<project id>', help='Only this project.')
     @args('--rebuildable', choices=['yes', 'no'],
           help='Only servers that can (yes) or cannot (no) be rebuilt.')
-    @args('--older-than', type=int, metavar='<seconds>',
+    @args('--older-than', type=arguments.non_negative_int,
+          metavar='<seconds>',
           help='Only servers buried at least this long ago.')
     @args('--format', choices=['table', 'json'], default='table')
-    @args('--page-size', type=int, default=50, metavar='<n>',
-          help='Servers read per query page.')
+    @args('--page-size', type=arguments.positive_int, default=50,
+          metavar='<n>', help='Servers read per query page.')
     @args('--progress', action='store_true',
           help='Report on stderr how many servers were scanned.')
-    @args('--marker', metavar='<server uuid>',
+    @args('--marker', type=arguments.server_uuid, metavar='<server uuid>',
           help='Start after this server (the last one of a previous page).')
-    @args('--pages', type=int, metavar='<n>',
+    @args('--pages', type=arguments.positive_int, metavar='<n>',
           help='Read at most this many pages; the marker of the next call '
                'is printed on stderr.')
     def list(self, project=None, rebuildable=None, older_than=None,
@@ -227,29 +221,27 @@ class Cell0Commands(object):
              for e in entries]))
         return SUCCESS
 
-    @args('uuid', metavar='<server uuid>')
+    @args('uuid', type=arguments.server_uuid, metavar='<server uuid>')
     def show(self, uuid):
         """Show a server's create record, move journal and gate verdicts.
 
         Exits with 4 when nothing of the server is known: no instance
         mapping, create record or move journal names it.
         """
-        server_uuid = _server_uuid(uuid)
-        if server_uuid is None:
-            return _fail(USAGE, '%r is not a server UUID' % uuid)
         details = inventory.show(self.context,
-                                 gates_loader.load_gates(CONF), server_uuid)
+                                 gates_loader.load_gates(CONF), uuid)
         if not any(details[key] for key in ('mapped_to', 'cell0',
                                             'create_record', 'move_journal')):
             return _fail(NOT_FOUND, 'server %s not found: no instance '
                          'mapping, create record or move journal names it'
-                         % server_uuid)
+                         % uuid)
         self._print(json.dumps(details, indent=2, sort_keys=True))
         return SUCCESS
 
-    @args('--instance', metavar='<server uuid>',
+    @args('--instance', type=arguments.server_uuid, metavar='<server uuid>',
           help='Only the move of this server.')
-    @args('--older-than', type=int, metavar='<seconds>',
+    @args('--older-than', type=arguments.non_negative_int,
+          metavar='<seconds>',
           help='Only moves not renewed for at least this long; never less '
                'than [cell0_rebuild] move_lease_seconds, since a move '
                'whose lease holds may still be running in a nova-api.')
@@ -266,7 +258,7 @@ class Cell0Commands(object):
             return ATTENTION
         return SUCCESS
 
-    @args('uuid', metavar='<server uuid>')
+    @args('uuid', type=arguments.server_uuid, metavar='<server uuid>')
     @args('--image', metavar='<image id>',
           help='Image to build from (default: the server\'s own).')
     def rebuild(self, uuid, image=None):
@@ -276,10 +268,6 @@ class Cell0Commands(object):
         [service_user] when that section sets no auth_type. Exits with 4
         when the server does not exist or was deleted.
         """
-        server_uuid = _server_uuid(uuid)
-        if server_uuid is None:
-            return _fail(USAGE, '%r is not a server UUID' % uuid)
-        uuid = server_uuid
         context = self._service_context()
         try:
             prepared = rebuild_flow.rebuild_as_admin(context, CONF,

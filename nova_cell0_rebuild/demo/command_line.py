@@ -79,6 +79,19 @@ def _bind(value):
         raise argparse.ArgumentTypeError(str(exc))
 
 
+def _positive_seconds(value):
+    """A number of seconds above 0."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = None
+    # NaN and infinity are floats too, but no time to serve for.
+    if seconds is None or not 0 < seconds < float('inf'):
+        raise argparse.ArgumentTypeError(
+            '%r is not a positive number of seconds' % value)
+    return seconds
+
+
 def _min_microversion(value):
     """``2.N``, not below the lowest the plugin takes.
 
@@ -110,7 +123,7 @@ def build_parser():
              'listens on a free loopback port during the scenario only.'
              % DEFAULT_SERVE)
     parser.add_argument(
-        '--serve-seconds', metavar='N', type=float,
+        '--serve-seconds', metavar='N', type=_positive_seconds,
         help='with --serve, stop serving after N seconds.')
     parser.add_argument(
         '--min-microversion', metavar='X.Y', type=_min_microversion,

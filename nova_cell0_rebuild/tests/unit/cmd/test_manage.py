@@ -81,13 +81,58 @@ class TestManage(base.BaseTestCase):
             self.assertIn(self.config, err)
             self.assertEqual('', out)
 
-    def test_malformed_uuid_is_a_usage_error(self):
-        for command in ('show', 'rebuild'):
-            code, out, err = self._manage(command, 'not-a-uuid')
-            self.assertEqual(2, code, err)
-            self.assertEqual(1, len(err.strip().splitlines()), err)
-            self.assertIn("'not-a-uuid' is not a server UUID", err)
-            self.assertEqual('', out)
+    def _assert_argument_refused(self, args, argument, says):
+        """argparse's usage, then one error line; no database read."""
+        # A database that cannot be opened: reading it would be exit 1.
+        with open(self.config, 'w') as conf:
+            conf.write('[cell0_rebuild]\nconnection = sqlite:////no/dir/x.db\n'
+                       '[api_database]\nconnection = sqlite:////no/dir/a.db\n')
+        code, out, err = self._manage(*args)
+        self.assertEqual((2, ''), (code, out), err)
+        errors = [line for line in err.splitlines() if 'error:' in line]
+        self.assertEqual([err.splitlines()[-1]], errors, err)
+        self.assertRegex(errors[0], r'^nova-cell0-rebuild-manage [a-z ]+: '
+                         r'error: argument %s: ' % argument)
+        self.assertIn(says, errors[0])
+
+    def test_show_takes_a_server_uuid(self):
+        self._assert_argument_refused(['show', 'not-a-uuid'],
+                                      '<server uuid>',
+                                      "'not-a-uuid' is not a server UUID")
+
+    def test_rebuild_takes_a_server_uuid(self):
+        self._assert_argument_refused(['rebuild', SERVER[:-1]],
+                                      '<server uuid>', 'is not a server UUID')
+
+    def test_list_page_size_is_positive(self):
+        for value in ('0', '-5'):
+            self._assert_argument_refused(
+                ['list', '--page-size', value], '--page-size',
+                "%r is not a positive integer" % value)
+
+    def test_list_pages_is_positive(self):
+        self._assert_argument_refused(['list', '--pages', '0'], '--pages',
+                                      "'0' is not a positive integer")
+
+    def test_list_older_than_is_not_negative(self):
+        self._assert_argument_refused(
+            ['list', '--older-than', '-1'], '--older-than',
+            "'-1' is not a non-negative integer")
+
+    def test_list_marker_is_a_server_uuid(self):
+        self._assert_argument_refused(['list', '--marker', 'next'],
+                                      '--marker',
+                                      "'next' is not a server UUID")
+
+    def test_heal_instance_is_a_server_uuid(self):
+        self._assert_argument_refused(['heal', '--instance', 'web-1'],
+                                      '--instance',
+                                      "'web-1' is not a server UUID")
+
+    def test_heal_older_than_is_not_negative(self):
+        self._assert_argument_refused(
+            ['heal', '--older-than', '-300'], '--older-than',
+            "'-300' is not a non-negative integer")
 
     def test_show_of_an_unknown_server_is_not_found(self):
         self._with_nova_databases()

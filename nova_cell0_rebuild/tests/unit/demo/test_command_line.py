@@ -35,3 +35,11 @@ class CommandLineTest(testtools.TestCase):
         args = command_line.parse_args(['--serve', '--serve-seconds', '3'])
         self.assertEqual((('127.0.0.1', 8774), 3.0),
                          (args.serve, args.serve_seconds))
+
+    def test_serve_seconds_must_be_positive(self):
+        for value in ('-1', '0', 'nan', 'inf', 'soon'):
+            # argparse prints the usage and the error, and exits with 2.
+            error = self.assertRaises(
+                SystemExit, command_line.parse_args,
+                ['--serve', '--serve-seconds', value])
+            self.assertEqual(2, error.code, value)
