@@ -16,12 +16,13 @@ Reads the same configuration files as nova-manage (``--config-file``,
 ``--config-dir``; default ``/etc/nova/nova.conf``).
 
 Exit codes: 0 success; 1 error (printed as one line on stderr, an
-unreadable configuration file among them); 2 usage, before any database is
-read (an argument :mod:`.arguments` or ``purge --before`` refuses, a missing
-configuration file); 3 something needs an
-operator's attention (``heal`` left a move alone, ``rebuild`` was refused:
-the refusal is printed); 4 the server is not found (``show``: nothing of it
-is known, ``rebuild``: it does not exist or was deleted).
+unreadable configuration file or an unset database option among them); 2
+usage, before any database is read (an argument :mod:`.arguments` or
+``purge --before`` refuses, a missing configuration file); 3 something
+needs an operator's attention (``heal`` left a move alone, ``rebuild`` was
+refused: the refusal is printed); 4 the server is not found (``show``:
+nothing of it is known, ``rebuild``: it does not exist or was deleted); 5
+the plugin's tables do not exist or are behind this code: run ``db sync``.
 """
 
 import datetime
@@ -56,7 +57,7 @@ LOG = logging.getLogger(__name__)
 
 PROG = 'nova-cell0-rebuild-manage'
 
-SUCCESS, ERROR, USAGE, ATTENTION, NOT_FOUND = 0, 1, 2, 3, 4
+SUCCESS, ERROR, USAGE, ATTENTION, NOT_FOUND, NOT_SYNCED = 0, 1, 2, 3, 4, 5
 
 #: What ``purge --before`` accepts, for its help and its error.
 BEFORE_FORMS = ('an age back from now (7d, 12h, 30m, 90s, 2w) or a date '
@@ -133,8 +134,17 @@ class DbCommands(object):
         return SUCCESS
 
     def version(self):
-        """Print the current revision of the plugin's tables."""
-        print(migration.db_version() or 'None')
+        """Print the current revision of the plugin's tables.
+
+        Exits with 5, saying to run ``db sync``, when the tables do not
+        exist or are behind this code.
+        """
+        current = migration.db_version()
+        if current is not None:
+            print(current)
+        sync_needed = migration.sync_needed()
+        if sync_needed:
+            return _fail(NOT_SYNCED, sync_needed)
         return SUCCESS
 
 
@@ -390,6 +400,27 @@ def _action_kwargs():
             for name in CONF.category.action_kwargs}
 
 
+def _not_ready(category, action):
+    """Why the command cannot run on these databases yet, or None.
+
+    :returns: (exit code, one line) or None.
+    """
+    # db commands need the plugin's tables only; the others Nova's API
+    # database too (cell and instance mappings).
+    options = (('api_database', 'connection'),)
+    if category == 'db':
+        options = (('cell0_rebuild', 'connection'),) + options
+    missing = startup.missing_option(CONF, PROG, options)
+    if missing:
+        return ERROR, missing
+    # db version says it itself, after the revision.
+    if category != 'db':
+        sync_needed = migration.sync_needed()
+        if sync_needed:
+            return NOT_SYNCED, sync_needed
+    return None
+
+
 def _setup_logging():
     """Log where the operator asked, and only there.
 
@@ -429,6 +460,9 @@ def main(argv=None):
     category = CONF.category.command_category
     command = CATEGORIES[category]() if category else COMMANDS()
     try:
+        not_ready = _not_ready(category, CONF.category.action_fn)
+        if not_ready:
+            return _fail(*not_ready)
         return getattr(command, CONF.category.action_fn)(**_action_kwargs())
     except Exception as exc:
         # One line an operator can read; the traceback goes to the log.

@@ -31,6 +31,11 @@ _FILE_ERRORS = (cfg.ConfigFileParseError, cfg.ConfigFilesPermissionDeniedError,
 _MISSING = (cfg.ConfigFilesNotFoundError, cfg.ConfigDirNotFoundError)
 
 
+#: Where oslo.config looks for ``nova.conf`` and ``<prog>.conf`` when no
+#: ``--config-file`` is given (as cfg.find_config_files documents it).
+DEFAULT_CONFIG_DIRS = ('~/.nova/', '~/', '/etc/nova/', '/etc/')
+
+
 class ConfigurationError(Exception):
     """Nova's configuration files cannot be read; the message is one line.
 
@@ -90,3 +95,22 @@ def parse_args(argv, prog, commands):
         # oslo.config lets it through without saying which file it read.
         raise ConfigurationError('Failed to parse %s: not UTF-8 text (%s)' % (
             _file_being_read(exc) or 'a configuration file', exc.reason))
+
+
+def missing_option(conf, prog, options):
+    """Which option the command needs is unset, and where it was looked for.
+
+    :param options: (group, name) pairs, any one of which is enough.
+    :returns: None when one is set, else one line naming the options and
+        the files that were read, or, when none was found, where oslo.config
+        looked for them.
+    """
+    if any(conf[group][name] for group, name in options):
+        return None
+    names = ' or '.join('[%s] %s' % option for option in options)
+    read = list(conf.config_file or []) + list(conf.config_dir or [])
+    if read:
+        return '%s is not set in %s' % (names, ', '.join(read))
+    return ('%s is not set: no configuration file was found (looked for '
+            'nova.conf and %s.conf in %s); give one with --config-file'
+            % (names, prog, ', '.join(DEFAULT_CONFIG_DIRS)))

@@ -102,21 +102,14 @@ class UpgradeCommands(upgradecheck.UpgradeCommands):
     def _check_database(self):
         """The plugin's tables are at the newest revision."""
         try:
-            current = migration.db_version()
+            sync_needed = migration.sync_needed()
         except _DB_ERRORS as exc:
             return Result(Code.FAILURE, _(
                 "The plugin's tables cannot be read: %s") % _one_line(exc))
-        head = migration.head_version()
-        if current is None:
-            return Result(Code.FAILURE, _(
-                "The plugin's tables do not exist. Run "
-                "nova-cell0-rebuild-manage db sync."))
-        if current != head:
-            return Result(Code.FAILURE, _(
-                "The plugin's tables are at revision %(current)s, this "
-                "code needs %(head)s. Run nova-cell0-rebuild-manage db "
-                "sync.") % {'current': current, 'head': head})
-        return Result(Code.SUCCESS, _('At revision %s.') % head)
+        if sync_needed:
+            return Result(Code.FAILURE, sync_needed)
+        return Result(Code.SUCCESS, _('At revision %s.')
+                      % migration.head_version())
 
     def _check_min_microversion(self):
         """[cell0_rebuild] min_microversion suits the installed Nova."""

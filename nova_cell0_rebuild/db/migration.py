@@ -53,6 +53,24 @@ def db_version(engine=None):
         return context.get_current_revision()
 
 
+def sync_needed(engine=None):
+    """Why the plugin's tables must be synced before use, or None.
+
+    :returns: one sentence saying to run ``db sync``, when the tables do
+        not exist or are not at :func:`head_version`; None when they are.
+    """
+    current = db_version(engine)
+    if current is None:
+        return ("The plugin's tables do not exist. Run "
+                "nova-cell0-rebuild-manage db sync.")
+    head = head_version()
+    if current != head:
+        return ("The plugin's tables are at revision %(current)s, this "
+                "code needs %(head)s. Run nova-cell0-rebuild-manage db "
+                "sync." % {'current': current, 'head': head})
+    return None
+
+
 def head_version():
     """Return the newest revision this code knows."""
     from alembic import script as alembic_script

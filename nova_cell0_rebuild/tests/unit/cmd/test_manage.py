@@ -28,6 +28,8 @@ from nova_cell0_rebuild.db import migration
 from nova_cell0_rebuild.tests.unit.cmd import test_status
 
 SERVER = '8c2f0a4e-3b1d-4f5a-9e6c-7d8b9a0c1e2f'
+#: The plugin's first migration: tables behind this code.
+FIRST_REVISION = '6f2a0c1d9b3e'
 
 
 class TestManage(base.BaseTestCase):
@@ -42,9 +44,11 @@ class TestManage(base.BaseTestCase):
                        % self.db)
 
     def _manage(self, *args, config=True):
-        # As an operator runs it: without the test env's warning settings.
+        # As an operator runs it: without the test env's warning settings,
+        # and with a home of its own, where no nova.conf is found.
         env = {key: value for key, value in os.environ.items()
                if key != 'PYTHONWARNINGS'}
+        env['HOME'] = os.path.join(self.tmp, 'home')
         proc = subprocess.run(
             [sys.executable, '-c',
              'import sys; from nova_cell0_rebuild.cmd import manage; '
@@ -155,12 +159,57 @@ class TestManage(base.BaseTestCase):
         self.assertEqual('', out)
 
     def test_db_version_sync_version(self):
-        self.assertEqual((0, 'None\n'), self._manage('db', 'version')[:2])
+        code, out, err = self._manage('db', 'version')
+        self.assertEqual((5, ''), (code, out), err)
         code, out, err = self._manage('db', 'sync')
         self.assertEqual(0, code, err)
         self.assertIn(migration.head_version(), out)
         self.assertEqual((0, migration.head_version() + '\n'),
                          self._manage('db', 'version')[:2])
+
+    def test_every_command_without_the_tables_says_db_sync(self):
+        # Nova's databases, but db sync was not run: no table of ours.
+        api_url, cell0_url = test_status._nova_databases(self.tmp)
+        with open(self.config, 'a') as conf:
+            conf.write('[api_database]\nconnection = %s\n' % api_url)
+        for command in (['db', 'version'], ['list'], ['show', SERVER],
+                        ['heal'], ['rebuild', SERVER], ['purge'],
+                        ['purge', '--dry-run']):
+            code, out, err = self._manage(*command)
+            self.assertEqual((5, ''), (code, out), command)
+            self.assertEqual(
+                "nova-cell0-rebuild-manage: error: The plugin's tables do "
+                "not exist. Run nova-cell0-rebuild-manage db sync.\n", err)
+
+    def test_db_version_of_tables_behind_this_code(self):
+        migration.db_sync(sa.create_engine('sqlite:///%s' % self.db),
+                          version=FIRST_REVISION)
+        code, out, err = self._manage('db', 'version')
+        self.assertEqual((5, FIRST_REVISION + '\n'), (code, out), err)
+        self.assertIn('are at revision %s, this code needs %s. Run '
+                      'nova-cell0-rebuild-manage db sync.'
+                      % (FIRST_REVISION, migration.head_version()), err)
+
+    def test_without_a_configuration_file(self):
+        code, out, err = self._manage('list', config=False)
+        self.assertEqual((1, ''), (code, out), err)
+        self.assertEqual(
+            'nova-cell0-rebuild-manage: error: [api_database] connection is '
+            'not set: no configuration file was found (looked for nova.conf '
+            'and nova-cell0-rebuild-manage.conf in ~/.nova/, ~/, '
+            '/etc/nova/, /etc/); give one with --config-file\n', err)
+        # The plugin's tables can live in a database of their own.
+        code, out, err = self._manage('db', 'sync', config=False)
+        self.assertEqual((1, ''), (code, out), err)
+        self.assertIn('error: [cell0_rebuild] connection or [api_database] '
+                      'connection is not set: no configuration file', err)
+
+    def test_configuration_file_without_the_database(self):
+        # The plugin's tables are found, Nova's API database is not.
+        code, out, err = self._manage('heal')
+        self.assertEqual((1, ''), (code, out), err)
+        self.assertEqual('nova-cell0-rebuild-manage: error: [api_database] '
+                         'connection is not set in %s\n' % self.config, err)
 
     def test_error_is_one_line(self):
         with open(self.config, 'w') as conf:
@@ -199,6 +248,7 @@ class TestManage(base.BaseTestCase):
         self.assertEqual(2, code)
 
     def test_rebuild_without_service_credentials(self):
+        self._with_nova_databases()
         code, out, err = self._manage('rebuild', SERVER)
         self.assertEqual(1, code)
         self.assertEqual(1, len(err.strip().splitlines()), err)
@@ -213,6 +263,7 @@ class TestManage(base.BaseTestCase):
             sock.bind(('127.0.0.1', 0))
             auth_url = 'http://127.0.0.1:%d/identity/v3' % (
                 sock.getsockname()[1])
+        self._with_nova_databases()
         with open(self.config, 'a') as conf:
             conf.write('[cell0_rebuild_client]\n'
                        'auth_type = password\n'
