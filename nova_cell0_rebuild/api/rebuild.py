@@ -24,6 +24,7 @@ of reaching Nova, so that a reaper's retry never re-images a server.
 """
 
 import dataclasses
+import re
 import typing as ty
 
 from oslo_log import log as logging
@@ -52,6 +53,10 @@ LOG = logging.getLogger(__name__)
 #: The lowest min_microversion: below it, rebuild still takes personality.
 LOWEST_MIN_MICROVERSION = '2.57'
 
+#: A microversion as Nova writes them, X.Y: what min_microversion and
+#: reaper_min_microversion are checked against before their range.
+_MICROVERSION = re.compile(r'^[1-9][0-9]*\.(0|[1-9][0-9]*)$')
+
 #: How many times a rebuild is tried from a fresh read of the server when
 #: Nova accepted a write to it while it moved (a rename, a lock).
 MOVE_ATTEMPTS = 3
@@ -75,45 +80,45 @@ def check_min_microversion(value):
 
     :param value: the option's value; None (unset) is the installed Nova's
         maximum microversion.
-    :raises: InvalidConfiguration when out of 2.57 .. Nova's maximum.
+    :raises: InvalidConfiguration when not 2.N from 2.57 to Nova's maximum.
     """
     if value is None:
         return nova_api.max_version()
-    try:
-        version = nova_api.parse(value)
-    except ValueError as exc:
-        raise exception.InvalidConfiguration(reason=_(
-            'min_microversion %(value)s is not a microversion: %(error)s')
-            % {'value': value, 'error': exc})
-    lowest = nova_api.parse(LOWEST_MIN_MICROVERSION)
-    if not version.matches(lowest, nova_api.max_version()):
-        raise exception.InvalidConfiguration(reason=_(
-            'min_microversion %(value)s is outside %(low)s .. %(high)s, '
-            'the maximum of the installed Nova') % {
-                'value': value, 'low': LOWEST_MIN_MICROVERSION,
-                'high': nova_api.max_version().get_string()})
-    return version
+    return _check_microversion(
+        'min_microversion', value, nova_api.max_version(),
+        _('the maximum of the installed Nova'))
 
 
 def check_reaper_min_microversion(value, min_version):
     """Parse ``[cell0_rebuild] reaper_min_microversion``.
 
     :param min_version: the effective min_microversion (APIVersionRequest).
-    :raises: InvalidConfiguration when out of 2.57 .. *min_version*.
+    :raises: InvalidConfiguration when not 2.N from 2.57 to *min_version*.
     """
-    try:
-        version = nova_api.parse(value)
-    except ValueError as exc:
-        raise exception.InvalidConfiguration(reason=_(
-            'reaper_min_microversion %(value)s is not a microversion: '
-            '%(error)s') % {'value': value, 'error': exc})
+    return _check_microversion('reaper_min_microversion', value, min_version,
+                               _('the effective min_microversion'))
+
+
+def _check_microversion(name, value, highest, what_highest):
+    """One line naming the option, its value and what it takes, if wrong.
+
+    The options take any string, so that oslo.config never answers for
+    them with its own message, which names its internals: the range they
+    take depends on the installed Nova, known only here.
+    """
     lowest = nova_api.parse(LOWEST_MIN_MICROVERSION)
-    if not version.matches(lowest, min_version):
-        raise exception.InvalidConfiguration(reason=_(
-            'reaper_min_microversion %(value)s is outside %(low)s .. '
-            '%(high)s, the effective min_microversion') % {
-                'value': value, 'low': LOWEST_MIN_MICROVERSION,
-                'high': min_version.get_string()})
+    reason = _('%(name)s %(value)s is outside %(low)s .. %(high)s, '
+               '%(what_high)s')
+    version = None
+    if _MICROVERSION.match(value):
+        version = nova_api.parse(value)
+    else:
+        reason = _('%(name)s %(value)r is not a microversion: give 2.N, '
+                   'from %(low)s to %(high)s, %(what_high)s')
+    if version is None or not version.matches(lowest, highest):
+        raise exception.InvalidConfiguration(reason=reason % {
+            'name': name, 'value': value, 'low': LOWEST_MIN_MICROVERSION,
+            'high': highest.get_string(), 'what_high': what_highest})
     return version
 
 

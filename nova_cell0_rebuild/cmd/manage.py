@@ -278,6 +278,8 @@ class Cell0Commands(object):
         [service_user] when that section sets no auth_type. Exits with 4
         when the server does not exist or was deleted.
         """
+        # A malformed threshold is the operator's to fix before Keystone's.
+        rebuild_flow.effective_min_microversion(CONF)
         context = self._service_context()
         try:
             prepared = rebuild_flow.rebuild_as_admin(context, CONF,

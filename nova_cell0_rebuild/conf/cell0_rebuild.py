@@ -31,7 +31,6 @@ scheduled again and keeps its UUID.
 ALL_OPTS = [
     cfg.StrOpt(
         'min_microversion',
-        regex=r'^2\.(0|[1-9][0-9]*)$',
         sample_default='<the maximum microversion of the installed Nova>',
         help="""
 The lowest compute API microversion at which a rebuild of a server in cell0
@@ -54,7 +53,6 @@ upgraded, and a reaper pinned to the old maximum is then answered by Nova.
     cfg.StrOpt(
         'reaper_min_microversion',
         default='2.57',
-        regex=r'^2\.(0|[1-9][0-9]*)$',
         help="""
 The lowest compute API microversion at which a caller that holds the policy
 rule ``cell0_rebuild:servers:rebuild_from_cell0:reaper`` (by default the

@@ -56,6 +56,20 @@ class TestFilterFactory(base.TestCase):
         self.assertIn('min_microversion %s is outside 2.57 .. %s'
                       % (mv.ABOVE_NOVA_MAX, mv.NOVA_MAX), str(error))
 
+    def test_malformed_threshold_stops_the_start_in_one_line(self):
+        for name, highest in (
+                ('min_microversion', 'the maximum of the installed Nova'),
+                ('reaper_min_microversion',
+                 'the effective min_microversion')):
+            self._override(name, '2.6x')
+            error = self.assertRaises(exception.InvalidConfiguration,
+                                      cell0_filter.filter_factory, {})
+            self.assertEqual(
+                "Invalid [cell0_rebuild] configuration: %s '2.6x' is not a "
+                "microversion: give 2.N, from 2.57 to %s, %s"
+                % (name, mv.NOVA_MAX, highest), str(error))
+            self.conf.clear_override(name, group='cell0_rebuild')
+
     def test_reaper_floor_defaults_to_2_57(self):
         app = cell0_filter.filter_factory({})(_nova)
         self.assertEqual('2.57',

@@ -44,10 +44,21 @@ class TestCheckMinMicroversion(base.TestCase):
             self.assertIn('maximum of the installed Nova', message)
 
     def test_not_a_version_is_refused(self):
-        for value in ('x', '2', '2.1.1', ''):
+        for value in ('x', '2', '2.1.1', '', '2.065', 'latest', '3.0 '):
             error = self.assertRaises(exception.InvalidConfiguration,
                                       rebuild.check_min_microversion, value)
-            message = str(error)
-            self.assertIn('[cell0_rebuild]', message)
-            self.assertIn('%s is of invalid format' % value, message)
-            self.assertIn('MajorNum.MinorNum', message)
+            self.assertEqual(
+                'Invalid [cell0_rebuild] configuration: min_microversion %r '
+                'is not a microversion: give 2.N, from 2.57 to %s, the '
+                'maximum of the installed Nova' % (value, mv.NOVA_MAX),
+                str(error))
+
+    def test_reaper_floor_not_a_version_is_refused(self):
+        error = self.assertRaises(
+            exception.InvalidConfiguration,
+            rebuild.check_reaper_min_microversion, '2.6x',
+            rebuild.check_min_microversion('2.65'))
+        self.assertEqual(
+            "Invalid [cell0_rebuild] configuration: reaper_min_microversion "
+            "'2.6x' is not a microversion: give 2.N, from 2.57 to 2.65, the "
+            "effective min_microversion", str(error))

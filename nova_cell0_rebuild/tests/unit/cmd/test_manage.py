@@ -257,6 +257,18 @@ class TestManage(base.BaseTestCase):
         self.assertIn('[service_user]', err)
         self.assertEqual('', out)
 
+    def test_rebuild_with_a_malformed_min_microversion(self):
+        self._with_nova_databases()
+        with open(self.config, 'a') as conf:
+            conf.write('[cell0_rebuild]\nmin_microversion = 2.x\n')
+        code, out, err = self._manage('rebuild', SERVER)
+        self.assertEqual((1, ''), (code, out), err)
+        self.assertEqual(1, len(err.strip().splitlines()), err)
+        self.assertIn("error: Invalid [cell0_rebuild] configuration: "
+                      "min_microversion '2.x' is not a microversion: give "
+                      "2.N, from 2.57 to ", err)
+        self.assertNotIn('LocationInfo', err)
+
     def test_rebuild_when_keystone_cannot_be_reached(self):
         # A port nothing listens on: the connection is refused at once.
         with socket.socket() as sock:

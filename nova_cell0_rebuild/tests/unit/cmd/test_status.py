@@ -215,6 +215,24 @@ class StatusCommandTest(base.TestCase):
         self.assertEqual(5, len(results))
         self.assertEqual({Code.SUCCESS}, set(results.values()), results)
 
+    def test_malformed_min_microversion_is_one_line(self):
+        migration.db_sync(sa.create_engine(self.plugin_url))
+        with open(self.config, 'a') as conf:
+            conf.write('min_microversion = 2.x\n')
+        code, out, err = self._status('--config-file', self.config,
+                                      'upgrade', 'check', '--json')
+        self.assertEqual(2, code, err)
+        check, = [check for check in json.loads(out)['checks']
+                  if check['check'] == 'Minimum microversion']
+        self.assertEqual(
+            {'check': 'Minimum microversion', 'result': Code.FAILURE,
+             'details': "Invalid [cell0_rebuild] configuration: "
+                        "min_microversion '2.x' is not a microversion: give "
+                        "2.N, from 2.57 to %s, the maximum of the installed "
+                        "Nova. nova-api will not load the filter."
+                        % mv.NOVA_MAX}, check)
+        self.assertNotIn('LocationInfo', out + err)
+
     def test_tables_not_created_is_a_failure(self):
         code, results, err = self._check()
         self.assertEqual(2, code, err)

@@ -40,21 +40,12 @@ class TestOptions(base.BaseTestCase):
         self.assertIsNone(group.connection)
         self.assertEqual(300, group.move_lease_seconds)
 
-    def test_min_microversion_must_look_like_one(self):
-        for value in ('2.65', '2.0', '2.104', '2.96'):
-            self.conf.set_override('min_microversion', value,
-                                   group='cell0_rebuild')
-            self.assertEqual(value, self.conf.cell0_rebuild.min_microversion)
-        for value in ('2.065', 'latest', '3', '2.x', ''):
-            self.assertRaises(ValueError, self.conf.set_override,
-                              'min_microversion', value,
-                              group='cell0_rebuild')
-
-    def test_reaper_min_microversion_must_look_like_one(self):
-        for value in ('2.065', 'latest', '3', ''):
-            self.assertRaises(ValueError, self.conf.set_override,
-                              'reaper_min_microversion', value,
-                              group='cell0_rebuild')
+    def test_microversions_are_checked_by_the_plugin(self):
+        # Not by oslo.config, whose message would name its internals:
+        # api.rebuild.check_min_microversion says what is accepted.
+        for name in ('min_microversion', 'reaper_min_microversion'):
+            self.conf.set_override(name, '2.x', group='cell0_rebuild')
+            self.assertEqual('2.x', self.conf.cell0_rebuild[name])
 
     def test_move_lease_is_bounded(self):
         for value in (9, 86401):
