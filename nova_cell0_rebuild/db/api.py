@@ -22,7 +22,10 @@ import threading
 
 from nova.db.api import api as nova_api_db
 from oslo_config import cfg
+from oslo_db import api as oslo_db_api
+from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
+import sqlalchemy as sa
 
 CONF = cfg.CONF
 
@@ -61,6 +64,39 @@ def writer(context):
 def reader(context):
     """A reader transaction on the plugin's tables."""
     return get_context_manager().reader.using(context)
+
+
+#: Retries a whole writer transaction that failed with DBDeadlock, as Nova
+#: does (``nova/db/main/api.py``). On a Galera cluster with writers on
+#: several nodes, the loser of a compare-and-swap usually loses at COMMIT,
+#: its write-set refused by certification (MySQL 1213): nothing of it was
+#: committed anywhere, so running the transaction again is safe, and the
+#: compare-and-swap then finds what the winner wrote and returns the
+#: domain outcome. Only for a transaction that is the outermost one: a
+#: transaction it joined is retried by whoever opened it.
+retry_on_deadlock = oslo_db_api.wrap_db_retry(
+    max_retries=5, retry_on_deadlock=True, retry_interval=0.05,
+    inc_retry_interval=True, max_retry_interval=1, jitter=True)
+
+
+def in_transaction(context):
+    """Whether *context* has a transaction open (a write would join it)."""
+    try:
+        context.session
+    except (db_exc.NoEngineContextEstablished,
+            db_exc.ContextNotRequestedError):
+        return False
+    return True
+
+
+def after_commit(context, callback):
+    """Call *callback* once the transaction open on *context* committed.
+
+    Never if it rolls back (or fails at COMMIT): what the callback
+    records in memory must not run ahead of the database.
+    """
+    sa.event.listen(context.session, 'after_commit',
+                    lambda session: callback(), once=True)
 
 
 def get_engine(conf=CONF):

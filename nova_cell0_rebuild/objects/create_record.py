@@ -98,6 +98,7 @@ class CreateRecord(base.Cell0RebuildObject):
         return record
 
     @staticmethod
+    @db_api.retry_on_deadlock
     def _create_in_db(context, values):
         try:
             with db_api.writer(context) as session:
@@ -117,6 +118,7 @@ class CreateRecord(base.Cell0RebuildObject):
         self._from_db_object(self._context, self, db_record)
 
     @staticmethod
+    @db_api.retry_on_deadlock
     def _update_in_db(context, record_id, values):
         # One UPDATE, no read: this runs on every server create.
         with db_api.writer(context) as session:

@@ -201,15 +201,7 @@ class MoveJournal(base.Cell0RebuildObject):
         if current is UNREAD:
             current = cls.get_by_instance_uuid(context, instance_uuid)
         if current is None:
-            try:
-                with db_api.writer(context) as session:
-                    row = models.MoveJournal(instance_uuid=instance_uuid,
-                                             attempts=1, created_at=now,
-                                             lease_token=1, **fresh)
-                    session.add(row)
-                    session.flush()
-            except db_exc.DBDuplicateEntry:
-                raise exception.MoveInProgress(uuid=instance_uuid)
+            row = cls._insert_in_db(context, instance_uuid, now, fresh)
             journal = cls._from_db_object(context, cls(), row)
             journal.lease_seconds = lease_seconds
             return journal
@@ -219,16 +211,42 @@ class MoveJournal(base.Cell0RebuildObject):
             raise exception.MoveInProgress(uuid=instance_uuid)
         fresh['attempts'] = current.attempts + 1
         fresh['lease_token'] = current.lease_token + 1
+        cls._restart_in_db(context, current, fresh)
+        current._set(context, fresh)
+        current.lease_seconds = lease_seconds
+        return current
+
+    @staticmethod
+    @db_api.retry_on_deadlock
+    def _insert_in_db(context, instance_uuid, now, fresh):
+        """The first move of a server: its row, unless another wrote it.
+
+        Retried on DBDeadlock: a retry after losing to another node's
+        INSERT finds its row (DBDuplicateEntry).
+        """
+        try:
+            with db_api.writer(context) as session:
+                row = models.MoveJournal(instance_uuid=instance_uuid,
+                                         attempts=1, created_at=now,
+                                         lease_token=1, **fresh)
+                session.add(row)
+                session.flush()
+        except db_exc.DBDuplicateEntry:
+            raise exception.MoveInProgress(uuid=instance_uuid)
+        return row
+
+    @staticmethod
+    @db_api.retry_on_deadlock
+    def _restart_in_db(context, current, fresh):
+        """A new move of a server whose last one ended, by compare-and-swap.
+        """
         with db_api.writer(context) as session:
             updated = session.query(models.MoveJournal).filter_by(
                 id=current.id, status=current.status,
                 lease_token=current.lease_token).update(
                     fresh, synchronize_session=False)
         if updated != 1:
-            raise exception.MoveInProgress(uuid=instance_uuid)
-        current._set(context, fresh)
-        current.lease_seconds = lease_seconds
-        return current
+            raise exception.MoveInProgress(uuid=current.instance_uuid)
 
     def take_over(self, owner, lease_seconds):
         """Take the expired lease of an interrupted move (heal does).
@@ -240,6 +258,12 @@ class MoveJournal(base.Cell0RebuildObject):
             since it was read), was taken by someone else, or the move
             ended or was forgotten meanwhile.
         """
+        values = self._take_over_in_db(owner, lease_seconds)
+        self._set(self._context, values)
+        self.lease_seconds = lease_seconds
+
+    @db_api.retry_on_deadlock
+    def _take_over_in_db(self, owner, lease_seconds):
         now = timeutils.utcnow()
         values = dict(_lease(now, lease_seconds), owner=owner,
                       lease_token=self.lease_token + 1)
@@ -252,8 +276,7 @@ class MoveJournal(base.Cell0RebuildObject):
                     values, synchronize_session=False)
         if updated != 1:
             raise exception.LeaseHeld(uuid=self.instance_uuid)
-        self._set(self._context, values)
-        self.lease_seconds = lease_seconds
+        return values
 
     def _set(self, context, values):
         for key, value in values.items():
@@ -272,7 +295,27 @@ class MoveJournal(base.Cell0RebuildObject):
         self._context = context
 
     def _swap(self, expected, values):
-        """Write *values* if this holder still holds the lease (fenced)."""
+        """Write *values* if this holder still holds the lease (fenced).
+
+        Inside a transaction open on the journal's context (see
+        :meth:`bind`) the write joins it, and the journal's fields change
+        only once that transaction committed: its opener retries it whole
+        on DBDeadlock, with the journal as it was. Alone, it is its own
+        transaction, retried on DBDeadlock.
+        """
+        if db_api.in_transaction(self._context):
+            values = self._swap_in_db(expected, values)
+            db_api.after_commit(self._context, lambda: self._set(
+                self._context, values))
+            return
+        self._set(self._context, self._swap_alone(expected, values))
+
+    @db_api.retry_on_deadlock
+    def _swap_alone(self, expected, values):
+        return self._swap_in_db(expected, values)
+
+    def _swap_in_db(self, expected, values):
+        values = dict(values)
         now = timeutils.utcnow()
         values['updated_at'] = now
         if self.lease_seconds is not None:
@@ -281,9 +324,11 @@ class MoveJournal(base.Cell0RebuildObject):
             updated = session.query(models.MoveJournal).filter_by(
                 id=self.id, lease_token=self.lease_token,
                 **expected).update(values, synchronize_session=False)
-        if updated != 1:
-            raise exception.JournalConflict(uuid=self.instance_uuid)
-        self._set(self._context, values)
+            if updated != 1:
+                # Nothing written; in a joined transaction this rolls the
+                # writes it guards back with it.
+                raise exception.JournalConflict(uuid=self.instance_uuid)
+        return values
 
     def heartbeat(self):
         """Renew the lease; proves it is still held before a step acts.
@@ -326,6 +371,10 @@ class MoveJournal(base.Cell0RebuildObject):
 
         :raises: JournalConflict if the journal changed (or is gone).
         """
+        self._destroy_if_unchanged_in_db()
+
+    @db_api.retry_on_deadlock
+    def _destroy_if_unchanged_in_db(self):
         with db_api.writer(self._context) as session:
             deleted = session.query(models.MoveJournal).filter_by(
                 id=self.id, status=self.status, step=self.step,
