@@ -36,6 +36,7 @@ import sqlalchemy as sa
 
 from nova_cell0_rebuild.adapters import nova_move_fields as move_fields
 from nova_cell0_rebuild.adapters import nova_servers
+from nova_cell0_rebuild.db import api as db_api
 from nova_cell0_rebuild import exception
 
 
@@ -116,10 +117,16 @@ def _not_queued_for_delete():
     return sa.or_(column.is_(None), column == sa.false())
 
 
+@db_api.retry_on_deadlock
 @api_db_api.context_manager.writer
 def _write_build_request_and_unmap(context, build_request, cell_id,
                                    request_spec, also):
-    build_request.create()
+    """The move's API-database transaction, retried whole on DBDeadlock.
+
+    The objects written change in memory only once it committed: a
+    retry (or a caller that sees it fail) finds them as they were.
+    """
+    _create_build_request(context, build_request)
     unmapped = context.session.query(api_models.InstanceMapping).filter_by(
         instance_uuid=build_request.instance_uuid, cell_id=cell_id).filter(
             _not_queued_for_delete()).update(
@@ -131,6 +138,17 @@ def _write_build_request_and_unmap(context, build_request, cell_id,
         _save_request_spec_unless_changed(context, request_spec)
     if also is not None:
         also()
+
+
+def _create_build_request(context, build_request):
+    """``BuildRequest.create()``, its object updated once committed."""
+    if build_request.obj_attr_is_set('id'):
+        raise nova_exception.ObjectActionError(action='create',
+                                               reason='already created')
+    db_request = build_request._create_in_db(
+        context, build_request._get_update_primitives())
+    db_api.after_commit(context, lambda: build_request._from_db_object(
+        build_request._context, build_request, db_request))
 
 
 def _save_request_spec_unless_changed(context, request_spec):
@@ -155,7 +173,8 @@ def _save_request_spec_unless_changed(context, request_spec):
     request_spec._context = context  # joins this transaction
     db_spec.update(request_spec._get_update_primitives())
     db_spec.save(context.session)
-    request_spec.obj_reset_changes()
+    # Its changes are kept until the commit: a retry saves them again.
+    db_api.after_commit(context, request_spec.obj_reset_changes)
 
 
 def move_to_build_request(context, build_request, cell0, request_spec=None,
@@ -242,6 +261,7 @@ def drop_build_request(context, instance_uuid):
         pass
 
 
+@db_api.retry_on_deadlock
 @api_db_api.context_manager.writer
 def remap_to_cell0_and_drop_build_request(context, instance_uuid, cell_id,
                                           fence=None):
@@ -256,7 +276,8 @@ def remap_to_cell0_and_drop_build_request(context, instance_uuid, cell_id,
     :param fence: called in this transaction; it raises to refuse the
         remap (the caller lost its lease), which rolls it back.
     :raises: MoveConflict when the mapping or the BuildRequest is not as
-        the move left them; what *fence* raises.
+        the move left them; what *fence* raises. Retried whole on
+        DBDeadlock (the fence's journal write with it).
     """
     remapped = context.session.query(api_models.InstanceMapping).filter_by(
         instance_uuid=instance_uuid, cell_id=None).filter(

@@ -80,13 +80,18 @@ retry_on_deadlock = oslo_db_api.wrap_db_retry(
 
 
 def in_transaction(context):
-    """Whether *context* has a transaction open (a write would join it)."""
+    """Whether a write of ours on *context* joins a transaction open on it.
+
+    Only in the Nova API database, which Nova's transactions on the same
+    context share with us; a facade of our own opens a transaction of its
+    own.
+    """
     try:
         context.session
     except (db_exc.NoEngineContextEstablished,
             db_exc.ContextNotRequestedError):
         return False
-    return True
+    return uses_nova_api_database()
 
 
 def after_commit(context, callback):
