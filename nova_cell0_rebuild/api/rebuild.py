@@ -27,6 +27,7 @@ import dataclasses
 import re
 import typing as ty
 
+from oslo_db import exception as db_exc
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
 import webob.exc
@@ -306,8 +307,15 @@ class RebuildFromCell0(object):
             left it unmapped.
         :param rebuild: a rebuild object valid against Nova's schema.
         :returns: Rebuilt.
-        :raises: RequestRefused (gates, validation, a concurrent move).
+        :raises: RequestRefused (gates, validation, a concurrent move, a
+            database error: see :func:`.rebuild_refusals.database_refusal`).
         """
+        try:
+            return self._rebuild(context, instance, mapping, rebuild)
+        except (db_exc.DBDeadlock, db_exc.DBConnectionError) as error:
+            raise refusals.database_refusal(mapping.instance_uuid, error)
+
+    def _rebuild(self, context, instance, mapping, rebuild):
         server_id = mapping.instance_uuid
         journal = objects.MoveJournal.get_by_instance_uuid(
             context.elevated(), server_id)
@@ -379,7 +387,8 @@ class RebuildFromCell0(object):
         admin = context.elevated()
         server_id = journal.instance_uuid
         outcome = heal.heal_move(admin, journal, self.lease_seconds)
-        if outcome in (heal.ALIVE, heal.LEFT_ALONE, heal.TAKEN_OVER):
+        if outcome in (heal.ALIVE, heal.CONTENDED, heal.LEFT_ALONE,
+                       heal.TAKEN_OVER):
             raise refusals.in_progress(server_id)
         mapping = nova_servers.get_mapping(admin, server_id)
         refusals.require_in_cell0(mapping, server_id)

@@ -18,6 +18,7 @@ for those cases are said once, here, for the API and the operator's
 command alike.
 """
 
+from oslo_db import exception as db_exc
 from oslo_log import log as logging
 
 from nova_cell0_rebuild._i18n import _
@@ -32,6 +33,11 @@ _NOT_IN_CELL0 = _('Instance %s is not in cell0: it cannot be rebuilt from '
                   'cell0 (it may have been rebuilt from cell0 already).')
 _IN_PROGRESS = _("Instance %s is in an invalid state for 'rebuild' from "
                  "cell0: another rebuild is in progress.")
+_DB_CONFLICT = _("Instance %s was not rebuilt from cell0: a concurrent "
+                 "request wrote it at the same time (the database refused "
+                 "this one's write); retry the rebuild.")
+_DB_UNAVAILABLE = _("The database did not answer while instance %s was "
+                    "being rebuilt from cell0; retry the rebuild later.")
 _CHANGED = _("Instance %s was changed by other requests while it was being "
              "rebuilt from cell0, each time: nothing was rebuilt; retry "
              "the rebuild.")
@@ -45,6 +51,30 @@ def not_in_cell0(server_id):
 def in_progress(server_id):
     """409: another rebuild of the server holds it, or moved it."""
     return exception.RequestRefused(409, _IN_PROGRESS % server_id)
+
+
+def database_refusal(server_id, error):
+    """The answer to a database error that ended a rebuild, if it has one.
+
+    DBDeadlock, left once its transaction was retried: on a Galera cluster
+    with writers on several nodes, a concurrent request's write won
+    certification and this one committed nothing; 409, as for a rebuild
+    that lost on one node. DBConnectionError: the database went away (a
+    Galera node failed over, or lost its quorum); whether the last write
+    committed is unknown, and nothing after it was done; 503.
+
+    :returns: a RequestRefused, or None for any other error.
+    """
+    if isinstance(error, db_exc.DBDeadlock):
+        LOG.warning('Rebuild of server %s from cell0 refused: its database '
+                    'write conflicted with a concurrent one (%s)',
+                    server_id, error)
+        return exception.RequestRefused(409, _DB_CONFLICT % server_id)
+    if isinstance(error, db_exc.DBConnectionError):
+        LOG.error('Rebuild of server %s from cell0 stopped: the database '
+                  'did not answer (%s)', server_id, error)
+        return exception.RequestRefused(503, _DB_UNAVAILABLE % server_id)
+    return None
 
 
 def changed(server_id):

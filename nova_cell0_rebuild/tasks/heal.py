@@ -25,6 +25,8 @@ agrees:
 server found                                heal
 ==========================================  ================================
 lease alive                                 nothing: the move is running
+lease written by another actor as heal      nothing: left alone (the other
+took it (Galera: DBDeadlock, once retried)  actor's write won)
 deleted (no mapping, or queued for delete)  leftovers removed, journal gone
                                             (fenced: a heal that lost its
                                             lease meanwhile says so)
@@ -51,6 +53,7 @@ progress, and one left alone holds heal's own fresh lease.
 import os
 import socket
 
+from oslo_db import exception as db_exc
 from oslo_log import log as logging
 
 from nova_cell0_rebuild.adapters import nova_build_requests as build_requests
@@ -70,6 +73,7 @@ Step = fields.MoveStep
 Status = fields.MoveStatus
 
 ALIVE = 'left alone: the move is alive'
+CONTENDED = 'left alone: another actor wrote the move at the same time'
 DELETED = 'deleted'
 DONE = 'done'
 ROLLED_BACK = 'rolled back'
@@ -116,6 +120,14 @@ def heal_move(context, journal, lease_seconds):
         LOG.info('The move of server %s out of cell0 is alive; heal leaves '
                  'it alone', uuid)
         return ALIVE
+    except db_exc.DBDeadlock:
+        # Still refused once retried: on a Galera cluster, another actor's
+        # write to the journal (its holder, or another heal, through
+        # another node) won each time. Nothing was taken: it is theirs.
+        LOG.info('The move of server %s out of cell0 was written by '
+                 'another actor at the same time; heal leaves it alone',
+                 uuid)
+        return CONTENDED
     cell0 = cell0_rows.get_cell0(admin)
     mapping = nova_servers.get_mapping(admin, uuid)
     if mapping is None or mapping.queued_for_delete:
