@@ -1,0 +1,105 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Two rebuilds of one server, through the API, their journals on two
+Galera nodes.
+
+The plugin's tables are in a database of their own on a Galera cluster
+(``[cell0_rebuild] connection``); each request's journal writes go
+through its own node, as with two nova-api behind a multi-writer proxy.
+Nova's own databases stay the harness's. One rebuild must answer 202 and
+the other Nova's 409, never a 5xx. Without a cluster the test skips (or
+fails, with NOVA_CELL0_REBUILD_REQUIRE_DBS): see db/test_galera.py.
+NOVA_CELL0_REBUILD_GALERA_API_ROUNDS sets the rounds (default 10).
+"""
+
+import collections
+import logging
+import os
+import threading
+
+import eventlet
+import fixtures
+from testtools import content
+
+from nova_cell0_rebuild.tests.functional import base
+from nova_cell0_rebuild.tests.functional.db import test_galera
+from nova_cell0_rebuild.tests.functional import test_move_faults
+
+ROUNDS = int(os.environ.get('NOVA_CELL0_REBUILD_GALERA_API_ROUNDS', '10'))
+LOG = logging.getLogger(__name__)
+
+
+class RebuildRaceThroughTwoNodesTest(test_move_faults.MoveChecks,
+                                     base.Cell0RebuildTestCase):
+
+    def setUp(self):
+        if len(test_galera.NODES) < 2:
+            self._unavailable('NOVA_CELL0_REBUILD_GALERA names no two '
+                              'Galera nodes')
+        try:
+            self.galera = test_galera.GaleraDatabase()
+            self.galera.setUp()
+        except Exception as exc:
+            self._unavailable('Galera cluster not reachable: %s' % exc)
+        self.addCleanup(self.galera.cleanUp)
+        self.cell0_rebuild_conf = {'connection': self.galera.facades[
+            0].writer.get_engine().url.render_as_string(
+                hide_password=False)}
+        super().setUp()
+        self._local = threading.local()
+        self.useFixture(fixtures.MockPatch(
+            'nova_cell0_rebuild.db.api.get_context_manager',
+            side_effect=lambda conf=None: getattr(
+                self._local, 'facade', self.galera.facades[0])))
+
+    def _unavailable(self, why):
+        if test_galera.base.REQUIRE_DBS:
+            self.fail(why)
+        self.skipTest(why)
+
+    def _rebuild_through(self, node, server_id):
+        self._local.facade = self.galera.facades[node]
+        resp = self._rebuild(server_id)
+        return resp.status, next(iter(resp.body), None) if isinstance(
+            resp.body, dict) else None
+
+    def _wait_until_buried(self, server_id):
+        """Until the conductor buried the winner's server in cell0 again.
+        """
+        for _attempt in range(200):
+            if self._where(server_id)[:2] == ('cell0', True):
+                return
+            eventlet.sleep(0.1)
+        self.fail('server %s not buried again: %s' % (
+            server_id, self._where(server_id)))
+
+    def test_one_rebuild_wins_the_other_answers_409(self):
+        # No room: the winner's server is buried again by the conductor,
+        # and the next round rebuilds it again.
+        self._set_capacity(False)
+        server = self._buried()
+        outcomes = collections.Counter()
+        for _round in range(ROUNDS):
+            threads = [eventlet.spawn(self._rebuild_through, node,
+                                      server['id']) for node in (0, 1)]
+            answers = tuple(sorted(t.wait() for t in threads))
+            outcomes[answers] += 1
+            self._wait_until_buried(server['id'])
+        report = '\n'.join('%4d  %s' % (n, answers)
+                           for answers, n in outcomes.most_common())
+        self.addDetail('outcomes', content.text_content(report))
+        LOG.warning('%s, %d rounds:\n%s', self.id(), ROUNDS, report)
+        for answers in outcomes:
+            self.assertEqual(
+                ((202, 'server'), (409, 'conflictingRequest')), answers,
+                report)
