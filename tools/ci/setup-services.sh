@@ -2,9 +2,10 @@
 # Install and start what the CI job's tests need, on a fresh Debian machine
 # as root, without systemd: MariaDB and PostgreSQL with oslo.db's
 # openstack_citest user and database (as oslo.db's tools/test-setup.sh
-# makes them), and the RabbitMQ package (tox -e cloud and the relay's
-# functional test start their own nodes from it). Also tox, and a full
-# git history for reno.
+# makes them), the RabbitMQ package (tox -e cloud and the relay's
+# functional test start their own nodes from it), and Galera and rsync
+# (tools/ci/galera-cluster.sh starts a three-node cluster from them). Also
+# tox, and a full git history for reno.
 set -euo pipefail
 
 DB_USER=openstack_citest
@@ -13,7 +14,8 @@ DB_PW=openstack_citest
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends \
-    mariadb-server mariadb-client postgresql rabbitmq-server >/dev/null
+    mariadb-server mariadb-client galera-4 rsync postgresql \
+    rabbitmq-server >/dev/null
 
 # policy-rc.d blocks autostart, so start them by hand.
 service mariadb start
