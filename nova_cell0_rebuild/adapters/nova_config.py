@@ -12,6 +12,8 @@
 
 """Adapter for Nova's configuration start-up, used by our command lines."""
 
+import sys
+
 from nova import config as nova_config
 
 from nova_cell0_rebuild.adapters import nova_release
@@ -24,8 +26,19 @@ def parse_args(argv, prog):
     (``--config-file``/``--config-dir``, default ``/etc/nova/nova.conf``).
     RPC is set up as nova-manage does: loading a CellMapping formats its
     transport URL, and casting to the conductor needs it.
+
+    Before Nova 33, ``parse_args`` takes no ``prog``, and oslo.config names
+    the program after ``sys.argv[0]``: in its messages (``prog heal: error:
+    ...``) and in the ``<prog>.conf`` it looks for. Run as ``python -c`` or
+    ``python -m`` that is not our name, so ``sys.argv[0]`` is ours while
+    Nova's start-up reads it.
     """
     if nova_release.parse_args_takes_prog():
         nova_config.parse_args(argv, prog=prog)
-    else:
+        return
+    argv0 = sys.argv[0] if sys.argv else None
+    sys.argv[:1] = [prog]
+    try:
         nova_config.parse_args(argv)
+    finally:
+        sys.argv[:1] = [] if argv0 is None else [argv0]

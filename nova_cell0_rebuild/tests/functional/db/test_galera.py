@@ -157,10 +157,17 @@ class GaleraTestCase(quiet_output.CappedDetails, oslo_base.BaseTestCase):
             barrier = threading.Barrier(2)
 
             def side(name, node, work):
-                self.on_node(node)
-                context = nova_context.get_admin_context()
-                journal = self._await(context, token)
-                barrier.wait(timeout=30)
+                try:
+                    self.on_node(node)
+                    context = nova_context.get_admin_context()
+                    journal = self._await(context, token)
+                    barrier.wait(timeout=30)
+                except Exception as exc:
+                    # Not part of the race: say so, and do not leave the
+                    # other side waiting at the barrier.
+                    barrier.abort()
+                    results[name] = 'before the race: %r' % exc
+                    return
                 try:
                     work(context, journal)
                     results[name] = WON
