@@ -117,7 +117,8 @@ class Cell0RebuildFilter(object):
         try:
             if body is None:
                 build_request_actions.refuse_while_moving(
-                    req.environ.get('nova.context'), server_id, action)
+                    req.environ.get('nova.context'), server_id,
+                    next(iter(action)) if action else None)
                 return req.get_response(self.application)
             mapping = self.rebuild.wants(req, body, version, server_id)
             if mapping is None:
@@ -128,6 +129,24 @@ class Cell0RebuildFilter(object):
             error = webob.exc.status_map[refusal.status](
                 explanation=str(refusal))
             return nova_api.fault(req, error, version)
+
+    def _update(self, req, server_id, project_id=None):
+        """PUT /servers/{id}: refused while a move of ours holds the server
+        unbuilt (its rename would be lost), else Nova's.
+        """
+        if self._left_to_nova(req, project_id):
+            return req.get_response(self.application)
+        try:
+            build_request_actions.refuse_while_moving(
+                req.environ.get('nova.context'), server_id,
+                build_request_actions.UPDATE)
+        except exception.RequestRefused as refusal:
+            version = nova_api.requested_version(
+                req, legacy_v2=self._is_legacy_v2(req))
+            error = webob.exc.status_map[refusal.status](
+                explanation=str(refusal))
+            return nova_api.fault(req, error, version)
+        return req.get_response(self.application)
 
     def _delete(self, req, server_id):
         context = req.environ.get('nova.context')
@@ -203,6 +222,11 @@ class Cell0RebuildFilter(object):
             server = SERVER_PATH.match(path)
             if server:
                 return self._delete(req, server.group('server_id'))
+        if req.method == 'PUT':
+            server = SERVER_PATH.match(path)
+            if server:
+                return self._update(req, server.group('server_id'),
+                                    server.group('project_id'))
         if req.method == 'POST':
             if CREATE_PATH.match(path):
                 return self._create(req)

@@ -22,8 +22,10 @@ in each window of the move (doc/source/admin/concurrent-edits.rst):
   rows still there, invisible to Nova's API;
 - ``build_request``: its BuildRequest only, just before the cast.
 
-After the cast the server is the conductor's, exactly as after Nova's own
-create (the page says what Nova does then).
+After the cast the server is the conductor's, as after Nova's own create,
+except that the filter goes on refusing what it refuses in the build
+request windows until the conductor built the server in a cell
+(tests/interleavings covers that window, where the conductor runs).
 
 Whatever the interleaving, a write Nova answered 2xx is on the final
 server (rebuilt in cell1, or still in cell0 when the rebuild was
@@ -337,8 +339,11 @@ HOSTLESS_500 = [
 #: is a BuildRequest, as during any create: nothing is written.
 #: The windows in which the move holds the server as a BuildRequest.
 BUILD_REQUEST_WINDOWS = ('build_request_written', 'build_request')
-#: The filter refuses these (409) while the move holds a BuildRequest.
-FILTER_409_ON_BUILD_REQUEST = ('lock_with_reason', 'new_lock_reason',
+#: The filter refuses these (409) while the move holds a BuildRequest:
+#: Nova would answer the actions 500, and its update 200 with a rename the
+#: conductor may never see.
+FILTER_409_ON_BUILD_REQUEST = ('update', 'unpin_availability_zone',
+                               'lock_with_reason', 'new_lock_reason',
                                'unlock', 'reset_state')
 #: Nova fails these with a 500 (OrphanedObjectError) on a BuildRequest.
 NOVA_500_ON_BUILD_REQUEST = {
@@ -469,6 +474,40 @@ class EditDuringMoveTest(testscenarios.WithScenarios, _EditDuringMoveBase):
     def _nova_500_on_build_request(self):
         return (self.edit_name in NOVA_500_ON_BUILD_REQUEST['edits'] and
                 self.window_name in NOVA_500_ON_BUILD_REQUEST['windows'])
+
+
+class OtherProjectDuringMoveTest(_EditDuringMoveBase):
+    """The filter's 409 is for those who may see the server: another
+    project's update or lock of a moving server gets Nova's own answer.
+    """
+
+    def test_other_project_gets_novas_not_found(self):
+        server = self._buried_with_room()
+        server_id = server['id']
+        other = api_client.TestOpenStackClient(
+            'other', self.api.base_url.rsplit('/', 1)[0] + '/v2.1',
+            project_id='other-project')
+        other.microversion = 'latest'
+
+        def make_both():
+            return [
+                other.api_put('/servers/%s' % server_id,
+                              {'server': {'name': 'theirs'}},
+                              check_response_status=False),
+                other.api_post('/servers/%s/action' % server_id,
+                               {'lock': None},
+                               check_response_status=False)]
+        # The build request written: our 409 for the owner (above). Nova
+        # answers another project 404 for the cell0 row (its query is
+        # project-scoped) and 403 for a build request (its policy).
+        self.window = 'nova_cell0_rows.destroy_cell0_instance'
+        answers, rebuilt = self._during_move(server_id, make_both)
+        for answer in answers:
+            self._assert_refused(answer, 'another project')
+            self.assertIn(answer.status, (403, 404), answer.body)
+        self._assert_ended_once(server, rebuilt)
+        self.assertEqual('victim',
+                         self.admin_api.get_server(server_id)['name'])
 
 
 class RefusedDuringMoveTest(testscenarios.WithScenarios,

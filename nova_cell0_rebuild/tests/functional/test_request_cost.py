@@ -177,6 +177,19 @@ class RequestCostTest(_CostTestCase):
             server['id']))
         self.assertEqual(1, len(statements), statements)
 
+    def test_update_of_a_server_in_a_cell_costs_one_lookup(self):
+        # The mapping, once: a server in a cell is never a move's.
+        server = self._active_server()
+        statements = [bench_sql.compact(bench_sql.normalize(s))
+                      for s in self._filter_statements(
+                          lambda: self.api.put_server(
+                              server['id'], {'server': {'name': 'new'}}))]
+        self.assertEqual(1, len(statements), statements)
+        self.assertTrue(statements[0].startswith('SELECT instance_mappings'),
+                        statements)
+        self.assertEqual('new', self.api.get_server(server['id'])['name'])
+        self.assertEqual([], self.statements['background'])
+
     def test_rebuilds_below_the_threshold(self):
         server = self._active_server()
         # From reaper_min_microversion: the mapping, once, to judge whether

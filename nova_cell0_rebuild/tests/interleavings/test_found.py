@@ -19,8 +19,6 @@ points of each schedule are in its comment, so that a schedule can be
 rewritten when tests/interleavings/step_points.py changes.
 """
 
-import unittest
-
 from nova_cell0_rebuild.tests.interleavings import harness
 
 
@@ -49,15 +47,13 @@ class FoundTest(harness.Exploration):
         self.assertNotFound('write dropped',
                             'rebuild_a,rename:0,0,0,0,0,1,0,0,0,0')
 
-    @unittest.expectedFailure
     def test_rename_between_the_last_read_and_the_cast(self):
         # A rename Nova accepts once the move took the BuildRequest's
         # stored edits (rebuild_a @ conductor: after still pending) is not
-        # on the rebuilt server: the cast sends the copy read before.
-        # Still open (doc/source/admin/concurrent-edits.rst, known gaps):
-        # Nova's own create loses a rename in the same window, since its
-        # conductor builds the instance from the build request it was
-        # cast (nova/conductor/manager.py schedule_and_build_instances).
+        # on the rebuilt server: the conductor builds the instance from the
+        # build request it was cast (Nova's own create loses a rename in
+        # the same window). The filter refuses the rename (409) until the
+        # conductor built the server in a cell.
         self.assertNotFound('write dropped',
                             'rebuild_a,rename:0,0,0,0,0,0,0,1,0,0')
 
