@@ -18,6 +18,7 @@ what was copied, and an undo that comes after that delete writes them
 again (:func:`bury_again`); each in one cell0 transaction.
 """
 
+from nova.compute import task_states
 from nova.compute import vm_states
 from nova import context as nova_context
 from nova.db.main import api as main_db_api
@@ -32,6 +33,11 @@ from nova_cell0_rebuild.adapters import nova_copied_content as copied_content
 from nova_cell0_rebuild.adapters import nova_instance_history
 from nova_cell0_rebuild.adapters import nova_move_fields as move_fields
 from nova_cell0_rebuild.adapters import nova_servers
+
+#: The task state that claims a cell0 instance while it is moved: the
+#: one Nova sets for a rebuild, so Nova's API refuses what it refuses
+#: during one (a second rebuild, forceDelete).
+CLAIM = task_states.REBUILDING
 
 
 def get_cell0(context):

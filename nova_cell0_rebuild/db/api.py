@@ -20,12 +20,13 @@ moves them to a database of their own.
 
 import threading
 
-from nova.db.api import api as nova_api_db
 from oslo_config import cfg
 from oslo_db import api as oslo_db_api
 from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
 import sqlalchemy as sa
+
+from nova_cell0_rebuild.adapters import nova_api_database
 
 CONF = cfg.CONF
 
@@ -48,7 +49,7 @@ def get_context_manager(conf=CONF):
     connection = conf.cell0_rebuild.connection
     if connection:
         return _own_facade(connection)
-    return nova_api_db.context_manager
+    return nova_api_database.context_manager()
 
 
 def uses_nova_api_database(conf=CONF):

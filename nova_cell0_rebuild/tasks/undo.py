@@ -30,7 +30,6 @@ The cell0 side is fenced first: releasing the claim makes a hard delete by
 a move that lost its lease find nothing to delete.
 """
 
-from nova.compute import task_states
 from oslo_log import log as logging
 
 from nova_cell0_rebuild.adapters import nova_build_requests as build_requests
@@ -44,7 +43,7 @@ from nova_cell0_rebuild.tasks import server_history
 LOG = logging.getLogger(__name__)
 
 #: The task state that claims a cell0 instance while it is moved.
-CLAIM = task_states.REBUILDING
+CLAIM = cell0_rows.CLAIM
 
 Outcome = move_states.Outcome
 
