@@ -109,12 +109,24 @@ class TestPassThrough(FilterTestCase):
         for method, path in (('GET', '/servers'),
                              ('GET', '/servers/%s' % SERVER_ID),
                              ('DELETE', '/servers/%s' % SERVER_ID),
-                             ('PUT', '/servers/%s' % SERVER_ID),
                              ('POST', '/servers/%s/action' % SERVER_ID),
                              ('POST', '/servers/detail'),
                              ('POST', '/os-keypairs')):
             resp, nova = self._send(self._request(path, method, body=b'x'))
             self.assertEqual([(method, path, b'x', None)], nova.calls)
+        self.assertIsNone(self.pending_record())
+
+    def test_update_of_a_server_no_move_holds_goes_to_nova(self):
+        # PUT /servers/{id} is read only for the server's mapping (a move
+        # of ours may hold it unbuilt: concurrent-edits); a server in a
+        # cell, or not mapped, is Nova's business, body untouched.
+        mapping = self.useFixture(fixtures.MockPatch(
+            'nova_cell0_rebuild.adapters.nova_servers.get_mapping',
+            return_value=None)).mock
+        path = '/servers/%s' % SERVER_ID
+        resp, nova = self._send(self._request(path, 'PUT', body=b'x'))
+        self.assertEqual([('PUT', path, b'x', None)], nova.calls)
+        self.assertEqual(SERVER_ID, mapping.call_args[0][1])
         self.assertIsNone(self.pending_record())
 
     def test_unreadable_create_is_left_to_nova(self):
