@@ -16,9 +16,10 @@ Until the conductor has put a server in a cell, Nova's API reads it from
 its BuildRequest, as an Instance with no database behind it, and
 ``compute.api.API.lock`` saves that object: ``OrphanedObjectError``, a 500.
 A create opens this window and so does every rebuild from cell0 (the
-server is a BuildRequest again until the conductor places or buries it).
-doc/source/user/limitations.rst says so; if these tests fail, Nova fixed
-it and the entry can go.
+server is a BuildRequest again until the conductor places or buries it);
+in the second the filter answers 409 before Nova's save
+(admin/concurrent-edits.rst). doc/source/user/limitations.rst says so; if
+test_lock_after_create fails, Nova fixed it and the entry can go.
 """
 
 from nova_cell0_rebuild.tests.functional import base
@@ -33,16 +34,19 @@ class LockWhileSchedulingTest(base.Cell0RebuildTestCase):
         return self.api.api_post('/servers/%s/action' % server_id,
                                  {'lock': None}, check_response_status=False)
 
-    def _assert_500_then_lockable(self, server, scheduling):
-        """A lock while *scheduling* is held is a 500; once buried, 202."""
+    def _assert_refused_then_lockable(self, server, scheduling, status,
+                                      fault, message):
+        """A lock while *scheduling* is held is refused with *status*,
+        *fault* naming *message*, and changes nothing; once buried, 202.
+        """
         scheduling.wait_reached(self)
         shown = self.api.get_server(server['id'])
         self.assertEqual(('BUILD', 'scheduling'),
                          (shown['status'], shown['OS-EXT-STS:task_state']))
         resp = self._lock(server['id'])
-        self.assertEqual(500, resp.status)
-        self.assertIn('OrphanedObjectError',
-                      resp.body['computeFault']['message'])
+        self.assertEqual(status, resp.status)
+        self.assertIn(message, resp.body[fault]['message'])
+        self.assertFalse(self.api.get_server(server['id'])['locked'])
         scheduling.release_and_wait(self)
         # No compute: buried in cell0, where a lock works.
         self._wait_for_state_change(server, 'ERROR')
@@ -53,10 +57,15 @@ class LockWhileSchedulingTest(base.Cell0RebuildTestCase):
         scheduling = self.useFixture(races.Hold(SCHEDULE))
         server = self.api.post_server({'server': self._build_server(
             image_uuid=self.image_id, networks='none')})
-        self._assert_500_then_lockable(server, scheduling)
+        self._assert_refused_then_lockable(server, scheduling, 500,
+                                           'computeFault',
+                                           'OrphanedObjectError')
 
     def test_lock_after_rebuild_from_cell0(self):
+        # The filter's 409, before Nova's save of the BuildRequest.
         server = self._create_buried_server()
         scheduling = self.useFixture(races.Hold(SCHEDULE))
         self.assertEqual(202, self._rebuild(server['id']).status)
-        self._assert_500_then_lockable(server, scheduling)
+        self._assert_refused_then_lockable(server, scheduling, 409,
+                                           'conflictingRequest',
+                                           'task_state scheduling')
