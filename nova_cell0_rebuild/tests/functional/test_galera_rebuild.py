@@ -31,6 +31,7 @@ import eventlet
 import fixtures
 from testtools import content
 
+from nova_cell0_rebuild import objects
 from nova_cell0_rebuild.tests.functional import base
 from nova_cell0_rebuild.tests.functional.db import test_galera
 from nova_cell0_rebuild.tests.functional import test_move_faults
@@ -73,15 +74,21 @@ class RebuildRaceThroughTwoNodesTest(test_move_faults.MoveChecks,
         return resp.status, next(iter(resp.body), None) if isinstance(
             resp.body, dict) else None
 
-    def _wait_until_buried(self, server_id):
+    def _wait_until_buried(self, server_id, answers):
         """Until the conductor buried the winner's server in cell0 again.
         """
         for _attempt in range(200):
             if self._where(server_id)[:2] == ('cell0', True):
                 return
             eventlet.sleep(0.1)
-        self.fail('server %s not buried again: %s' % (
-            server_id, self._where(server_id)))
+        journal = objects.MoveJournal.get_by_instance_uuid(
+            self.admin_context, server_id)
+        self.fail('server %s not buried again after %s: (mapped, cell0 row, '
+                  'build request, cell1 row) %s, journal %s' % (
+                      server_id, answers, self._where(server_id),
+                      journal and {k: journal[k] for k in (
+                          'status', 'step', 'lease_token', 'attempts',
+                          'owner', 'last_error')}))
 
     def test_one_rebuild_wins_the_other_answers_409(self):
         # No room: the winner's server is buried again by the conductor,
@@ -94,7 +101,7 @@ class RebuildRaceThroughTwoNodesTest(test_move_faults.MoveChecks,
                                       server['id']) for node in (0, 1)]
             answers = tuple(sorted(t.wait() for t in threads))
             outcomes[answers] += 1
-            self._wait_until_buried(server['id'])
+            self._wait_until_buried(server['id'], answers)
         report = '\n'.join('%4d  %s' % (n, answers)
                            for answers, n in outcomes.most_common())
         self.addDetail('outcomes', content.text_content(report))

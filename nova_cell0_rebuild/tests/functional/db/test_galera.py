@@ -36,6 +36,7 @@ import uuid
 
 import fixtures
 from nova import context as nova_context
+from oslo_db import api as oslo_db_api
 from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
 from oslo_utils import timeutils
@@ -216,8 +217,13 @@ class GaleraTestCase(quiet_output.CappedDetails, oslo_base.BaseTestCase):
 
 class TestCompareAndSwapThroughTwoNodes(GaleraTestCase):
 
+    @oslo_db_api.wrap_db_retry(max_retries=5, retry_on_deadlock=True,
+                               retry_interval=0.05)
     def _write_row(self, token, status=Status.IN_PROGRESS):
         """The row as an interrupted (or, with DONE, finished) move left it.
+
+        Retried on DBDeadlock: the last round's losing write-set may still
+        be applied on the first node, which aborts this local transaction.
         """
         past = timeutils.utcnow() - datetime.timedelta(days=1)
         engine = self.db.facades[0].writer.get_engine()
