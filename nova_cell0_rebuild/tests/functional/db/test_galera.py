@@ -36,7 +36,6 @@ import uuid
 
 import fixtures
 from nova import context as nova_context
-from oslo_db import api as oslo_db_api
 from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
 from oslo_utils import timeutils
@@ -45,6 +44,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import url as sa_url
 from testtools import content
 
+from nova_cell0_rebuild.db import api as db_api
 from nova_cell0_rebuild.db import migration
 from nova_cell0_rebuild.db import models
 from nova_cell0_rebuild import exception
@@ -217,8 +217,7 @@ class GaleraTestCase(quiet_output.CappedDetails, oslo_base.BaseTestCase):
 
 class TestCompareAndSwapThroughTwoNodes(GaleraTestCase):
 
-    @oslo_db_api.wrap_db_retry(max_retries=5, retry_on_deadlock=True,
-                               retry_interval=0.05)
+    @db_api.retry_on_deadlock
     def _write_row(self, token, status=Status.IN_PROGRESS):
         """The row as an interrupted (or, with DONE, finished) move left it.
 
