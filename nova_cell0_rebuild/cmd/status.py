@@ -117,7 +117,8 @@ class UpgradeCommands(upgradecheck.UpgradeCommands):
             value = rebuild_flow.effective_min_microversion(CONF)
         except (exception.InvalidConfiguration, ValueError) as exc:
             return Result(Code.FAILURE, _(
-                '%s. nova-api will not load the filter.') % _one_line(exc))
+                '%s. nova-api will not load the filter.')
+                % _one_line(exc).rstrip('.?! '))
         if CONF.cell0_rebuild.min_microversion is None:
             return Result(Code.SUCCESS, _(
                 'Rebuilds from cell0 are handled from microversion %s, the '
@@ -132,7 +133,8 @@ class UpgradeCommands(upgradecheck.UpgradeCommands):
             chain = gates.load_gates(CONF)
         except exception.InvalidConfiguration as exc:
             return Result(Code.FAILURE, _(
-                '%s. nova-api will not load the filter.') % _one_line(exc))
+                '%s. nova-api will not load the filter.')
+                % _one_line(exc).rstrip('.?! '))
         missing = [name for name in cell0_rebuild_conf.GATE_NAMES
                    if name not in chain.names]
         if missing:

@@ -12,6 +12,7 @@
 
 """The demo, run as users run it, and a real client against its API."""
 
+import importlib.metadata as importlib_metadata
 import json
 import os
 import re
@@ -137,10 +138,16 @@ class DemoCommandLineTest(testtools.TestCase):
                 '--min-microversion: '), error)
             self.assertIn(says, error)
 
+    def test_version_is_what_pip_reports(self):
+        demo, took = self._demo('--version')
+        self.assertEqual(
+            (0, importlib_metadata.version('nova-cell0-rebuild') + '\n', ''),
+            (demo.returncode, demo.stdout, demo.stderr))
+
     def test_help_and_argument_errors_import_no_nova(self):
         # What --help and malformed arguments load, each in a fresh
         # interpreter: no Nova, no eventlet, nothing patched.
-        for args in (['--help'], ['--min-microversion', '3.x'],
+        for args in (['--help'], ['--version'], ['--min-microversion', '3.x'],
                      ['--min-microversion', '2.56'], ['--serve-seconds', '5'],
                      ['--serve', '10.0.0.1:80']):
             probe = subprocess.run(
@@ -149,7 +156,8 @@ class DemoCommandLineTest(testtools.TestCase):
                 env=_environment())
             self.assertEqual(0, probe.returncode, probe.stderr)
             rc, loaded = json.loads(probe.stdout.splitlines()[-1])
-            self.assertEqual((0 if args == ['--help'] else 2, []),
+            self.assertEqual((0 if args in (['--help'], ['--version'])
+                              else 2, []),
                              (rc, loaded), args)
 
     def test_the_demo_imports_no_test_package_of_ours(self):
