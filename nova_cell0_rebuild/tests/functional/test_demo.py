@@ -78,6 +78,21 @@ class DemoTest(testtools.TestCase):
         self.assertIn('-> 409 Conflict', output)
         self.assertIn('was created with personality files', output)
 
+    def test_a_failure_is_one_line_and_nova_stops(self):
+        log_file = '/nonexistent/dir/nova-cell0-rebuild-demo.log'
+        demo = subprocess.run(DEMO + ['--log-file', log_file],
+                              capture_output=True, text=True,
+                              timeout=120, env=_environment())
+        self.assertEqual(1, demo.returncode, demo.stdout + demo.stderr)
+        self.assertEqual(
+            "nova-cell0-rebuild-demo: error: cannot write Nova's log to "
+            "%s: No such file or directory" % log_file,
+            demo.stderr.strip().splitlines()[-1], demo.stderr)
+        self.assertNotIn('Traceback', demo.stderr)
+        # Nova was stopped cleanly, with nothing left to report.
+        self.assertIn('cloud        stopped', demo.stdout)
+        self.assertNotIn('while stopping', demo.stdout)
+
     def test_refuses_a_bind_address_other_hosts_can_reach(self):
         demo = subprocess.run(DEMO + ['--serve', '0.0.0.0:8774'],
                               capture_output=True, text=True, timeout=60,

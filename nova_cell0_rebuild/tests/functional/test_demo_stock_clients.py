@@ -27,11 +27,11 @@ import subprocess
 import sys
 import time
 
+import fixtures
 from keystoneauth1 import noauth
 from keystoneauth1 import session
 import openstack
 from openstack import exceptions as sdk_exceptions
-import fixtures
 import testtools
 from testtools import content
 
