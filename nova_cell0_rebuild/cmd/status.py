@@ -101,6 +101,11 @@ class UpgradeCommands(upgradecheck.UpgradeCommands):
 
     def _check_database(self):
         """The plugin's tables are at the newest revision."""
+        missing = startup.missing_option(
+            CONF, PROG, (('cell0_rebuild', 'connection'),
+                         ('api_database', 'connection')))
+        if missing:
+            return Result(Code.FAILURE, missing)
         try:
             sync_needed = migration.sync_needed()
         except _DB_ERRORS as exc:
@@ -172,6 +177,11 @@ class UpgradeCommands(upgradecheck.UpgradeCommands):
 
     def _check_unrecorded(self):
         """Servers in cell0 without a create record, which gates refuse."""
+        missing = startup.missing_option(
+            CONF, PROG, (('api_database', 'connection'),))
+        if missing:
+            return Result(Code.FAILURE, _(
+                'Servers in cell0 cannot be counted: %s') % missing)
         try:
             count = self._count_unrecorded()
         except nova_cell0_listing.Cell0NotMapped:

@@ -257,6 +257,34 @@ class StatusCommandTest(base.TestCase):
         self.assertEqual(255, code)
         self.assertIn('none.conf', err)
 
+    def test_no_configuration_file_names_where_and_what(self):
+        env = {key: value for key, value in os.environ.items()
+               if key != 'PYTHONWARNINGS'}
+        # No nova.conf anywhere oslo.config looks (a HOME of its own; a
+        # host with /etc/nova/nova.conf has one, then nothing is checked).
+        home = self.useFixture(fixtures.TempDir()).path
+        env['HOME'] = home
+        env.pop('OS_NOVA_CONFIG_DIR', None)
+        if os.path.exists('/etc/nova/nova.conf') or os.path.exists(
+                '/etc/nova-cell0-rebuild-status.conf'):
+            self.skipTest('this host has a configuration file')
+        script = os.path.join(os.path.dirname(sys.executable), status.PROG)
+        proc = subprocess.run([script, 'upgrade', 'check', '--json'],
+                              capture_output=True, text=True, timeout=120,
+                              env=env, cwd=home)
+        checks = {check['check']: check['details'] for check in json.loads(
+            proc.stdout.strip().splitlines()[-1])['checks']}
+        looked = ('no configuration file was found (looked for nova.conf '
+                  'and nova-cell0-rebuild-status.conf in ~/.nova/, ~/, '
+                  '/etc/nova/, /etc/); give one with --config-file')
+        self.assertEqual('[cell0_rebuild] connection or [api_database] '
+                         'connection is not set: ' + looked,
+                         checks['Database'])
+        self.assertEqual('Servers in cell0 cannot be counted: '
+                         '[api_database] connection is not set: ' + looked,
+                         checks['Servers in cell0 without a create record'])
+        self.assertNotIn('sql_connection', proc.stdout)
+
     def test_unparseable_configuration_file(self):
         with open(self.config, 'w') as conf:
             conf.write('[DEFAULT\ndebug = true\n')
