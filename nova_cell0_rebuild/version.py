@@ -14,5 +14,15 @@
 
 import pbr.version
 
-#: ``version_info.version_string()``: what ``--version`` prints.
+#: pbr's view of the installed distribution.
 version_info = pbr.version.VersionInfo('nova-cell0-rebuild')
+
+
+def release_string():
+    """The full version, what every ``--version`` prints.
+
+    The same string pip reports: ``0.1.0`` for a release, ``0.1.0.dev12``
+    for a build twelve commits into the way to it (pbr's pre-versioning:
+    the ``version`` of setup.cfg is the release it leads to).
+    """
+    return version_info.release_string()

@@ -29,6 +29,7 @@ from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild.api import build_request_actions
 from nova_cell0_rebuild.api import cell0_servers
 from nova_cell0_rebuild.api import create_capture
+from nova_cell0_rebuild.api import microversion_hint
 from nova_cell0_rebuild.api import rebuild as rebuild_flow
 from nova_cell0_rebuild.api import server_delete
 from nova_cell0_rebuild import conf as plugin_conf
@@ -64,6 +65,8 @@ class Cell0RebuildFilter(object):
         self.conf = conf
         self.rebuild = rebuild
         self.cell0_servers = cell0_servers.Cell0Servers(conf, rebuild.gates)
+        self.hint = microversion_hint.MicroversionHint(
+            conf, rebuild.gates, rebuild.min_version)
 
     @staticmethod
     def _is_legacy_v2(req):
@@ -122,7 +125,9 @@ class Cell0RebuildFilter(object):
                 return req.get_response(self.application)
             mapping = self.rebuild.wants(req, body, version, server_id)
             if mapping is None:
-                return req.get_response(self.application)
+                # Nova's answer; its 409 below the threshold says so.
+                return self.hint.amend(req, version, server_id,
+                                       req.get_response(self.application))
             return self.rebuild.handle(req, body, version, mapping,
                                        server_id)
         except exception.RequestRefused as refusal:

@@ -54,6 +54,17 @@ PROG = 'nova-cell0-rebuild-aardvark-relay'
 
 SUCCESS, ERROR, USAGE = 0, 1, 2
 
+#: What ``--help`` says the relay does, after the usage.
+DESCRIPTION = """\
+Relay Nova's burials in cell0 to CERN's Aardvark reaper: listen for Nova's
+versioned notification compute_task.build_instances.error of a server
+buried in cell0 after NoValidHost and, for a server a rebuild from cell0
+would accept, publish the events the Aardvark version named in
+[cell0_rebuild_relay] aardvark_events waits for. Reads the same
+configuration files as nova-manage; runs until SIGTERM or SIGINT. Exit
+status: 0 stopped by a signal, 1 a configuration that cannot be used, 2 a
+configuration file named on the command line is missing."""
+
 
 class _Unusable(Exception):
     """The configuration parses but the relay cannot run with it."""
@@ -134,7 +145,7 @@ def main(argv=None):
     plugin_conf.register_opts(CONF)
     relay_conf.register_opts(CONF)
     try:
-        startup.parse_args(argv, PROG, set())
+        startup.parse_args(argv, PROG, set(), description=DESCRIPTION)
     except startup.ConfigurationError as exc:
         return _fail(USAGE if exc.missing else ERROR, exc)
     logging.setup(CONF, 'nova')

@@ -25,14 +25,10 @@ nothing of it is known, ``rebuild``: it does not exist or was deleted); 5
 the plugin's tables do not exist or are behind this code: run ``db sync``.
 """
 
-import datetime
 import json
 import logging as std_logging
-import re
 import sys
-import warnings
 
-from dateutil import parser as date_parser
 from oslo_config import cfg
 from oslo_log import log as logging
 from oslo_utils import timeutils
@@ -42,6 +38,8 @@ from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild.adapters import nova_service_context
 from nova_cell0_rebuild.api import rebuild as rebuild_flow
 from nova_cell0_rebuild.cmd import arguments
+from nova_cell0_rebuild.cmd import command_parsers
+from nova_cell0_rebuild.cmd import purge_command
 from nova_cell0_rebuild.cmd import startup
 from nova_cell0_rebuild import conf as plugin_conf
 from nova_cell0_rebuild.db import migration
@@ -59,25 +57,10 @@ PROG = 'nova-cell0-rebuild-manage'
 
 SUCCESS, ERROR, USAGE, ATTENTION, NOT_FOUND, NOT_SYNCED = 0, 1, 2, 3, 4, 5
 
-#: What ``purge --before`` accepts, for its help and its error.
-BEFORE_FORMS = ('an age back from now (7d, 12h, 30m, 90s, 2w) or a date '
-                'and time as nova-manage db purge --before takes it '
-                '(2026-03-01, "2026-03-01 12:00:00", ISO 8601 such as '
-                '2026-03-01T12:00:00+01:00, or what "date -u" prints); UTC '
-                'unless it names a zone')
-_AGE = re.compile(r'^\s*(\d+)\s*([smhdw])\s*$')
-_AGE_UNITS = {'s': 'seconds', 'm': 'minutes', 'h': 'hours', 'd': 'days',
-              'w': 'weeks'}
-
-
-def args(*arg_list, **kwargs):
-    """Declare one argparse argument of a command method."""
-    def _decorator(func):
-        if not hasattr(func, 'args'):
-            func.args = []
-        func.args.insert(0, (arg_list, kwargs))
-        return func
-    return _decorator
+#: Kept here too: tests and scripts have imported them from this module.
+BEFORE_FORMS = purge_command.BEFORE_FORMS
+before_cutoff = purge_command.before_cutoff
+args = command_parsers.args
 
 
 def _rebuildable(entry):
@@ -85,29 +68,6 @@ def _rebuildable(entry):
     if not entry['rebuildable']:
         return 'no'
     return 'yes (heals first)' if entry['interrupted_move'] else 'yes'
-
-
-def before_cutoff(value, now=None):
-    """The time a ``purge --before`` value names, in UTC without a zone.
-
-    :param value: an age (``7d``) or a date and time, see BEFORE_FORMS.
-    :param now: the time an age counts back from (default: now, UTC).
-    :returns: a naive UTC datetime, as the databases keep them.
-    :raises: ValueError, one line saying what is accepted.
-    """
-    now = now or timeutils.utcnow()
-    age = _AGE.match(value)
-    try:
-        if age:
-            return now - datetime.timedelta(
-                **{_AGE_UNITS[age.group(2)]: int(age.group(1))})
-        with warnings.catch_warnings():
-            # An unknown zone name (CET, say) would be silently dropped.
-            warnings.simplefilter('error', date_parser.UnknownTimezoneWarning)
-            return timeutils.normalize_time(date_parser.parse(value))
-    except (ValueError, OverflowError, date_parser.UnknownTimezoneWarning):
-        raise ValueError('invalid --before %r: give %s'
-                         % (value, BEFORE_FORMS))
 
 
 def _fail(code, message):
@@ -295,8 +255,9 @@ class Cell0Commands(object):
         return SUCCESS
 
     @args('--before', metavar='<age or date>',
-          help='Only rows last changed before this time (default: now): '
-               + BEFORE_FORMS + '.')
+          help='Only rows last changed before this time (default: now), '
+               'create records, move journal rows and server history rows '
+               'alike: ' + BEFORE_FORMS + '.')
     @args('--dry-run', action='store_true',
           help='Only print what would be deleted.')
     def purge(self, before=None, dry_run=False):
@@ -314,33 +275,8 @@ class Cell0Commands(object):
             return _fail(USAGE, exc)
         result = purge_ops.purge(self.context, before=cutoff,
                                  dry_run=dry_run)
-        verb = 'Would delete' if dry_run else 'Deleted'
-        self._print('%s %d create records and %d move journal rows.' % (
-            verb, len(result['create_records']),
-            len(result['move_journal'])))
-        for request_id in result['create_records']:
-            self._print('  create record %s' % request_id)
-        for uuid in result['move_journal']:
-            self._print('  move journal of %s' % uuid)
-        if result['accepted_create_records']:
-            self._print('%s %d pending create records of servers in cell0.'
-                        % ('Would complete' if dry_run else 'Completed',
-                           len(result['accepted_create_records'])))
-        for request_id in result['accepted_create_records']:
-            self._print('  create record %s' % request_id)
-        if result['server_histories']:
-            self._print('%s the cell0 history of %d servers into their '
-                        'cells.' % ('Would write back' if dry_run
-                                    else 'Wrote back',
-                                    len(result['server_histories'])))
-        for uuid in result['server_histories']:
-            self._print('  history of %s' % uuid)
-        if result['unmapped_server_histories']:
-            self._print('Kept the cell0 history of %d servers archived '
-                        'before it was written back.'
-                        % len(result['unmapped_server_histories']))
-        for uuid in result['unmapped_server_histories']:
-            self._print('  history of %s' % uuid)
+        for line in purge_command.report(result, dry_run):
+            self._print(line)
         return SUCCESS
 
 
@@ -350,56 +286,9 @@ CATEGORIES = {'db': DbCommands}
 COMMANDS = Cell0Commands
 
 
-def _public_methods(command_class):
-    for name in sorted(vars(command_class)):
-        method = getattr(command_class, name)
-        if not name.startswith('_') and callable(method):
-            yield name, method
-
-
-def _add_action(subparsers, name, method, category):
-    action = subparsers.add_parser(
-        name, help=(method.__doc__ or '').split('\n')[0])
-    names = []
-    for arg_list, kwargs in getattr(method, 'args', []):
-        kwargs = dict(kwargs)
-        dest = kwargs.pop('dest', None) or arg_list[0].lstrip(
-            '-').replace('-', '_')
-        names.append(dest)
-        if arg_list[0].startswith('-'):
-            kwargs['dest'] = 'action_kwarg_' + dest
-            action.add_argument(*arg_list, **kwargs)
-        else:
-            action.add_argument('action_kwarg_' + dest, *arg_list[1:],
-                                **kwargs)
-    action.set_defaults(command_category=category, action_fn=name,
-                        action_kwargs=names)
-
-
-def _add_command_parsers(subparsers):
-    for category, command_class in CATEGORIES.items():
-        parser = subparsers.add_parser(category, help=command_class.__doc__)
-        actions = parser.add_subparsers(dest='action', metavar='<action>')
-        actions.required = True
-        for name, method in _public_methods(command_class):
-            _add_action(actions, name, method, category)
-    for name, method in _public_methods(COMMANDS):
-        _add_action(subparsers, name, method, None)
-
-
 category_opt = cfg.SubCommandOpt(
     'category', title='Commands', help='Available commands',
-    handler=_add_command_parsers)
-
-
-def _command_words():
-    """The words that start a command: ``db``, ``list``, ``show``..."""
-    return set(CATEGORIES) | {name for name, _ in _public_methods(COMMANDS)}
-
-
-def _action_kwargs():
-    return {name: getattr(CONF.category, 'action_kwarg_' + name)
-            for name in CONF.category.action_kwargs}
+    handler=command_parsers.handler(CATEGORIES, COMMANDS))
 
 
 def _not_ready(category, action):
@@ -453,7 +342,8 @@ def main(argv=None):
     CONF.register_cli_opt(category_opt)
     plugin_conf.register_opts(CONF)
     try:
-        startup.parse_args(argv, PROG, _command_words())
+        startup.parse_args(argv, PROG, command_parsers.command_words(
+            CATEGORIES, COMMANDS))
     except startup.ConfigurationError as exc:
         return _fail(USAGE if exc.missing else ERROR, exc)
     log_target = _setup_logging()
@@ -465,7 +355,8 @@ def main(argv=None):
         not_ready = _not_ready(category, CONF.category.action_fn)
         if not_ready:
             return _fail(*not_ready)
-        return getattr(command, CONF.category.action_fn)(**_action_kwargs())
+        return getattr(command, CONF.category.action_fn)(
+            **command_parsers.action_kwargs(CONF.category))
     except Exception as exc:
         # One line an operator can read; the traceback goes to the log.
         reason = startup.one_line(exc)

@@ -19,6 +19,10 @@ start-up runs. A configuration file that cannot be read is an error of one
 line naming the file, not oslo.config's traceback.
 """
 
+import contextlib
+import io
+import sys
+
 from oslo_config import cfg
 
 from nova_cell0_rebuild.adapters import nova_config
@@ -66,6 +70,29 @@ def version_asked(argv, commands):
     return False
 
 
+def help_asked(argv, commands):
+    """Whether ``-h`` or ``--help`` comes before the command.
+
+    :param commands: as :func:`version_asked`.
+    """
+    for word in argv[1:]:
+        if word in commands:
+            return False
+        if word in ('-h', '--help'):
+            return True
+    return False
+
+
+def _with_description(text, description):
+    """oslo.config's help with *description* after its usage, as argparse.
+
+    Nova's start-up gives oslo.config no description, so its ``--help``
+    would not say what the command does.
+    """
+    usage, sep, rest = text.partition('\n\n')
+    return '%s\n\n%s\n\n%s' % (usage, description.strip(), rest)
+
+
 def _file_being_read(exc):
     """The configuration file oslo.config was reading when exc was raised."""
     found, frame = None, exc.__traceback__
@@ -75,16 +102,25 @@ def _file_being_read(exc):
     return found
 
 
-def parse_args(argv, prog, commands):
+def parse_args(argv, prog, commands, description=None):
     """Print our version if asked, else read Nova's configuration files.
 
     :param commands: as :func:`version_asked`.
-    :raises: SystemExit(0) once the version is printed, as argparse does;
-        ConfigurationError.
+    :param description: what the command does, for its ``--help``.
+    :raises: SystemExit(0) once the version or the help is printed, as
+        argparse does; ConfigurationError.
     """
     if version_asked(argv, commands):
-        print(version.version_info.version_string())
+        print(version.release_string())
         raise SystemExit(0)
+    if description and help_asked(argv, commands):
+        text = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(text):
+                nova_config.parse_args(argv, prog=prog)
+        finally:
+            sys.stdout.write(_with_description(text.getvalue(), description))
+            sys.stdout.flush()
     try:
         nova_config.parse_args(argv, prog=prog)
     except _MISSING as exc:

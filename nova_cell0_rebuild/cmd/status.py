@@ -101,6 +101,11 @@ class UpgradeCommands(upgradecheck.UpgradeCommands):
 
     def _check_database(self):
         """The plugin's tables are at the newest revision."""
+        missing = startup.missing_option(
+            CONF, PROG, (('cell0_rebuild', 'connection'),
+                         ('api_database', 'connection')))
+        if missing:
+            return Result(Code.FAILURE, missing)
         try:
             sync_needed = migration.sync_needed()
         except _DB_ERRORS as exc:
@@ -117,7 +122,8 @@ class UpgradeCommands(upgradecheck.UpgradeCommands):
             value = rebuild_flow.effective_min_microversion(CONF)
         except (exception.InvalidConfiguration, ValueError) as exc:
             return Result(Code.FAILURE, _(
-                '%s. nova-api will not load the filter.') % _one_line(exc))
+                '%s. nova-api will not load the filter.')
+                % _one_line(exc).rstrip('.?! '))
         if CONF.cell0_rebuild.min_microversion is None:
             return Result(Code.SUCCESS, _(
                 'Rebuilds from cell0 are handled from microversion %s, the '
@@ -132,7 +138,8 @@ class UpgradeCommands(upgradecheck.UpgradeCommands):
             chain = gates.load_gates(CONF)
         except exception.InvalidConfiguration as exc:
             return Result(Code.FAILURE, _(
-                '%s. nova-api will not load the filter.') % _one_line(exc))
+                '%s. nova-api will not load the filter.')
+                % _one_line(exc).rstrip('.?! '))
         missing = [name for name in cell0_rebuild_conf.GATE_NAMES
                    if name not in chain.names]
         if missing:
@@ -170,6 +177,11 @@ class UpgradeCommands(upgradecheck.UpgradeCommands):
 
     def _check_unrecorded(self):
         """Servers in cell0 without a create record, which gates refuse."""
+        missing = startup.missing_option(
+            CONF, PROG, (('api_database', 'connection'),))
+        if missing:
+            return Result(Code.FAILURE, _(
+                'Servers in cell0 cannot be counted: %s') % missing)
         try:
             count = self._count_unrecorded()
         except nova_cell0_listing.Cell0NotMapped:

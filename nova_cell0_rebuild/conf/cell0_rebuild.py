@@ -58,9 +58,11 @@ The lowest compute API microversion at which a caller that holds the policy
 rule ``cell0_rebuild:servers:rebuild_from_cell0:reaper`` (by default the
 ``service`` role) rebuilds a server in cell0 below ``min_microversion``.
 
-Stock clients cannot send the newest microversions (Aardvark sends 2.65,
-python-novaclient 18 at most 2.96, openstacksdk 4 at most 2.100), so a
-reaper rebuilds at the microversion its client sends, while every other
+A reaper's client may not send the newest microversions (Aardvark sends
+2.65, the nova CLI of python-novaclient 18 at most 2.96; the openstack CLI
+and openstacksdk send an explicit 2.104 as given, but at most 2.100 when
+none is given), so a reaper rebuilds at the microversion its client sends,
+while every other
 caller below ``min_microversion`` keeps Nova's own answer. On this path a
 server that is not in cell0 (for example one a previous rebuild already
 moved out of it) is refused with 409 and never passed to Nova, so a retry

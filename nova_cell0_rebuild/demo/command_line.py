@@ -20,6 +20,7 @@ import argparse
 import re
 
 from nova_cell0_rebuild.demo import loopback
+from nova_cell0_rebuild import version
 
 PROG = 'nova-cell0-rebuild-demo'
 DEFAULT_SERVE = '127.0.0.1:8774'
@@ -114,6 +115,10 @@ def build_parser():
     parser = argparse.ArgumentParser(
         prog=PROG, description=DESCRIPTION, epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument(
+        '--version', action='version', version=version.release_string(),
+        help='print the version of nova-cell0-rebuild (as pip reports it) '
+             'and exit.')
     parser.add_argument(
         '--serve', metavar='HOST:PORT', nargs='?', type=_bind,
         const=DEFAULT_SERVE,

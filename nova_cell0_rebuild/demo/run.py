@@ -192,6 +192,7 @@ def run(args, listening):
     nova.start()
     transport = oslo_messaging.get_notification_transport(CONF)
     steps = []
+    failure = None
     try:
         server.serve(nova.wsgi_app, nova.glance)
         timeline.say('cloud', 'ready: nova-api at %s (paste pipeline with '
@@ -208,14 +209,30 @@ def run(args, listening):
     except KeyboardInterrupt:
         timeline.say('demo', 'interrupted')
         steps = []
+    except Exception as exc:
+        failure = 'the demo failed: %s' % _one_line(exc)
+        steps = []
     finally:
         server.stop()
         ok = bool(steps) and all(step.ok for step in steps)
         if args.log_file or not ok:
-            _keep_log(nova, args.log_file, timeline)
+            try:
+                _keep_log(nova, args.log_file, timeline)
+            except OSError as exc:
+                failure = failure or ("cannot write Nova's log to %s: %s"
+                                      % (args.log_file, exc.strerror or exc))
         errors = nova.stop()
         transport.cleanup()
         for error in errors:
             timeline.say('cloud', 'while stopping: %s' % error)
         timeline.say('cloud', 'stopped')
+    if failure:
+        # After Nova stopped: its fixtures no longer capture stderr.
+        print('%s: error: %s' % (command_line.PROG, failure),
+              file=sys.stderr, flush=True)
+        return 1
     return 0 if ok and not errors else 1
+
+
+def _one_line(exc):
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

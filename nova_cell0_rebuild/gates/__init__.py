@@ -30,8 +30,9 @@ NAMESPACE = 'nova_cell0_rebuild.gates'
 
 def _on_missing(names):
     raise exception.GateLoadError(reason=(
-        'no entry point named %s in the %s namespace; is the package that '
-        'provides it installed?' % (', '.join(sorted(names)), NAMESPACE)))
+        'no entry point named %s in the %s namespace: install the package '
+        'that provides it, or leave the name out'
+        % (', '.join(sorted(names)), NAMESPACE)))
 
 
 def _on_load_failure(manager, entrypoint, exc):

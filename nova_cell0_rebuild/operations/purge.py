@@ -179,7 +179,8 @@ def purge_journals(context, before, dry_run=False):
 def purge(context, before=None, dry_run=False):
     """Delete (or with *dry_run* only list) what is no longer needed.
 
-    :param before: a naive UTC datetime; only rows last changed before it.
+    :param before: a naive UTC datetime; only rows last changed before it,
+        of every kind: create records, move journals, stashed histories.
     :returns: {'create_records': [...], 'move_journal': [...],
         'server_histories': [...]} of the rows deleted (or that would be),
         by request id and instance uuid (a stashed history is deleted only
@@ -198,7 +199,7 @@ def purge(context, before=None, dry_run=False):
     # Never dropped unwritten: archive moves what is written back with
     # the server, into the shadow tables.
     histories, unmapped = server_history.write_back_or_keep(
-        admin, dry_run=dry_run)
+        admin, dry_run=dry_run, before=before)
     for uuid in unmapped:
         LOG.warning('The history of server %s from cell0 is kept: the '
                     'server has no mapping any more (archived before its '

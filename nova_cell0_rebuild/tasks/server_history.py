@@ -195,7 +195,13 @@ def bury_again(admin, cell0, build_request, fault_message, fence=None):
     return buried
 
 
-def write_back_or_keep(admin, page=200, dry_run=False):
+def _changed_before(stash, before):
+    stamp = stash.updated_at or stash.created_at
+    return before is None or (stamp is not None and
+                              stamp.replace(tzinfo=None) < before)
+
+
+def write_back_or_keep(admin, page=200, dry_run=False, before=None):
     """Write back the stashes of servers in a cell; list those kept.
 
     For purge: a stash is only ever forgotten once written back. A server
@@ -210,6 +216,8 @@ def write_back_or_keep(admin, page=200, dry_run=False):
     with, is kept and reported.
 
     :param dry_run: write nothing; list what would be written back.
+    :param before: a naive UTC datetime: only stashes last changed before
+        it (purge's ``--before``); None for all.
     :returns: (instance uuids written back, instance uuids of stashes
         whose server has no mapping any more and that are kept).
     """
@@ -221,6 +229,8 @@ def write_back_or_keep(admin, page=200, dry_run=False):
         if not stashes:
             return written, unmapped
         for stash in stashes:
+            if not _changed_before(stash, before):
+                continue
             mapping = nova_servers.get_mapping(admin, stash.instance_uuid)
             if _deleted_without_cell(mapping):
                 if dry_run or _keep_deleted_stash(admin, stash):

@@ -46,6 +46,15 @@ def _environment():
             if not k.startswith('OS_') or k == 'OS_DEBUG'}
 
 
+def _pbr_release():
+    # What pip reports for a build (0.1.0.devN), pbr's release
+    # string; read live, as an editable install's metadata may
+    # be older than the last commit.
+    import pbr.version
+    return pbr.version.VersionInfo(
+        'nova-cell0-rebuild').release_string()
+
+
 class DemoTest(testtools.TestCase):
     """``nova-cell0-rebuild-demo`` end to end, in a subprocess."""
 
@@ -76,6 +85,21 @@ class DemoTest(testtools.TestCase):
         self.assertIn('-> 202 Accepted', output)
         self.assertIn('-> 409 Conflict', output)
         self.assertIn('was created with personality files', output)
+
+    def test_a_failure_is_one_line_and_nova_stops(self):
+        log_file = '/nonexistent/dir/nova-cell0-rebuild-demo.log'
+        demo = subprocess.run(DEMO + ['--log-file', log_file],
+                              capture_output=True, text=True,
+                              timeout=120, env=_environment())
+        self.assertEqual(1, demo.returncode, demo.stdout + demo.stderr)
+        self.assertEqual(
+            "nova-cell0-rebuild-demo: error: cannot write Nova's log to "
+            "%s: No such file or directory" % log_file,
+            demo.stderr.strip().splitlines()[-1], demo.stderr)
+        self.assertNotIn('Traceback', demo.stderr)
+        # Nova was stopped cleanly, with nothing left to report.
+        self.assertIn('cloud        stopped', demo.stdout)
+        self.assertNotIn('while stopping', demo.stdout)
 
     def test_refuses_a_bind_address_other_hosts_can_reach(self):
         demo = subprocess.run(DEMO + ['--serve', '0.0.0.0:8774'],
@@ -137,10 +161,16 @@ class DemoCommandLineTest(testtools.TestCase):
                 '--min-microversion: '), error)
             self.assertIn(says, error)
 
+    def test_version_is_what_pip_reports(self):
+        demo, took = self._demo('--version')
+        self.assertEqual(
+            (0, _pbr_release() + '\n', ''),
+            (demo.returncode, demo.stdout, demo.stderr))
+
     def test_help_and_argument_errors_import_no_nova(self):
         # What --help and malformed arguments load, each in a fresh
         # interpreter: no Nova, no eventlet, nothing patched.
-        for args in (['--help'], ['--min-microversion', '3.x'],
+        for args in (['--help'], ['--version'], ['--min-microversion', '3.x'],
                      ['--min-microversion', '2.56'], ['--serve-seconds', '5'],
                      ['--serve', '10.0.0.1:80']):
             probe = subprocess.run(
@@ -149,7 +179,8 @@ class DemoCommandLineTest(testtools.TestCase):
                 env=_environment())
             self.assertEqual(0, probe.returncode, probe.stderr)
             rc, loaded = json.loads(probe.stdout.splitlines()[-1])
-            self.assertEqual((0 if args == ['--help'] else 2, []),
+            self.assertEqual((0 if args in (['--help'], ['--version'])
+                              else 2, []),
                              (rc, loaded), args)
 
     def test_the_demo_imports_no_test_package_of_ours(self):

@@ -27,6 +27,7 @@ import subprocess
 import sys
 import time
 
+import fixtures
 from keystoneauth1 import noauth
 from keystoneauth1 import session
 import openstack
@@ -35,9 +36,12 @@ import testtools
 from testtools import content
 
 from nova_cell0_rebuild.tests.functional import test_demo
+from nova_cell0_rebuild.tests import microversions as mv
 
 #: What admin/reaper-integration.rst has the reaper send.
 REAPER_VERSION = '2.65'
+#: The threshold: the installed Nova's maximum, 2.104 on Nova 34.
+THRESHOLD = mv.NOVA_MAX
 _BIN = os.path.dirname(sys.executable)
 
 
@@ -63,6 +67,9 @@ class StockClientsTest(testtools.TestCase):
             OS_USERNAME='reaper', OS_PASSWORD='sandbox',
             OS_PROJECT_NAME='service', OS_USER_DOMAIN_ID='default',
             OS_PROJECT_DOMAIN_ID='default')
+        # Anyone else is a member of project sandbox.
+        self.member_login = dict(self.reaper_login, OS_USERNAME='alice',
+                                 OS_PROJECT_NAME='sandbox')
         self.admin = self._headers_session('admin', 'admin,member,reader')
         self.image_id = self._get('/servers/detail?all_tenants=1')[
             'servers'][0]['image']['id']
@@ -101,12 +108,15 @@ class StockClientsTest(testtools.TestCase):
         self.admin.delete('%s/servers/%s' % (self.endpoint, server_id))
         self._wait(server_id, gone=True)
 
-    def _bury(self):
-        """A buried server of project science, and room to rebuild it."""
+    def _bury(self, project='science', create=None):
+        """A buried server of *project*, and room to rebuild it.
+
+        :param create: creates the server instead, returns its id.
+        """
         # The compute has room for one more server: fill it first.
         filler = self._create('other', 'filler')
         self._wait(filler, 'ACTIVE')
-        server_id = self._create('science', 'buried')
+        server_id = (create or (lambda: self._create(project, 'buried')))()
         self.addCleanup(self._delete, server_id)
         self.assertEqual('ERROR', self._wait(server_id, 'ERROR', 'ACTIVE')[
             'status'])
@@ -126,13 +136,13 @@ class StockClientsTest(testtools.TestCase):
                          (server['id'], server['status']))
         return self._untouched(server_id)
 
-    def _cli(self, command, *args):
+    def _cli(self, command, *args, version=REAPER_VERSION, login=None):
         started = time.monotonic()
         done = subprocess.run(
             [os.path.join(_BIN, command), '--os-compute-api-version',
-             REAPER_VERSION] + list(args),
+             version] + list(args),
             capture_output=True, text=True, timeout=60,
-            env=self.reaper_login)
+            env=login or self.reaper_login)
         self.addDetail('%s %s (%.1f s)' % (command, args[0],
                                            time.monotonic() - started),
                        content.text_content(done.stdout + done.stderr))
@@ -200,3 +210,68 @@ class StockClientsTest(testtools.TestCase):
             conn.compute.rebuild_server, server_id, self.image_id)
         self.assertIn('Instance %s is not in cell0' % server_id, str(error))
         self.assertEqual(landed, self._untouched(server_id))
+
+
+class ThresholdClientsTest(StockClientsTest):
+    """A member's clients at the threshold, as the docs say each behaves.
+
+    The openstack CLI sends an explicit --os-compute-api-version as given,
+    and the plugin rebuilds the buried server; the nova CLI refuses a
+    microversion above python-novaclient's cap before sending anything.
+    The nova CLI at 2.1 with --file creates a server with personality
+    files (the quick start's recipe), whose rebuild is refused.
+    """
+
+    # The reaper's tests run in the parent class; not again here.
+    test_openstack_cli = test_nova_cli = test_openstacksdk = None
+
+    def _member_cli(self, command, *args, version=THRESHOLD):
+        return self._cli(command, *args, version=version,
+                         login=self.member_login)
+
+    def test_the_openstack_cli_rebuilds_at_the_threshold(self):
+        server_id = self._bury(project='sandbox')
+        done = self._member_cli('openstack', 'server', 'rebuild', '--image',
+                                self.image_id, server_id)
+        self.assertEqual(0, done.returncode, done.stderr)
+        self.assertIn(server_id, done.stdout)
+        self._landed(server_id)
+
+    def test_the_nova_cli_is_capped(self):
+        import novaclient
+        server_id = self._bury(project='sandbox')
+        done = self._member_cli('nova', 'rebuild', server_id, self.image_id)
+        cap = novaclient.API_MAX_VERSION
+        if novaclient.api_versions.APIVersion(THRESHOLD) <= cap:
+            # Nova 29 and 30: the threshold is 2.96, which it sends.
+            self.assertEqual(0, done.returncode, done.stderr)
+            self._landed(server_id)
+            return
+        self.assertEqual(1, done.returncode, done.stdout)
+        self.assertIn("ERROR (CommandError): The specified version isn't "
+                      "supported by client. The valid version range is "
+                      "'2.1' to '%s'" % cap.get_string(), done.stderr)
+        self.assertEqual('ERROR', self._get('/servers/%s' % server_id)[
+            'server']['status'])
+
+    def test_the_nova_cli_creates_with_personality_files(self):
+        files = os.path.join(self.useFixture(
+            fixtures.TempDir()).path, 'motd')
+        with open(files, 'w') as motd:
+            motd.write('hello\n')
+
+        def create():
+            done = self._member_cli(
+                'nova', 'boot', '--flavor', '1', '--image', self.image_id,
+                '--file', '/etc/motd=%s' % files, 'with-files',
+                version='2.1')
+            self.assertEqual(0, done.returncode, done.stderr)
+            return [line.split('|')[2].strip()
+                    for line in done.stdout.splitlines()
+                    if line.startswith('| id ')][0]
+        server_id = self._bury(create=create)
+        refused = self._member_cli('openstack', 'server', 'rebuild',
+                                   '--image', self.image_id, server_id)
+        self.assertEqual(1, refused.returncode, refused.stdout)
+        self.assertIn('409', refused.stderr)
+        self.assertIn('created with personality files', refused.stderr)

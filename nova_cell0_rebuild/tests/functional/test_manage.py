@@ -30,6 +30,7 @@ from nova_cell0_rebuild.cmd import manage
 from nova_cell0_rebuild.db import api as db_api
 from nova_cell0_rebuild.db import models
 from nova_cell0_rebuild import gates
+from nova_cell0_rebuild import objects
 from nova_cell0_rebuild.operations import inventory
 from nova_cell0_rebuild.tests.bench import sql
 from nova_cell0_rebuild.tests.functional import base
@@ -133,14 +134,43 @@ class ManageTest(test_move_faults.MoveChecks, base.Cell0RebuildTestCase):
         self.assertNotIn(server['id'], out)
         # The record of a server that landed is left to purge: nothing
         # runs after a request to delete it, so nothing is racing here.
+        # Every kind of row it deletes is counted and listed, the history
+        # the move stashed (written back into cell1 first) included.
+        self.assertIsNotNone(objects.ServerHistory.get_by_instance_uuid(
+            self.admin_context, server['id']))
+        listed = ['  create record %s' % self._request_id_of(server['id']),
+                  '  move journal of %s' % server['id'],
+                  '  server history of %s (written back, or kept with the '
+                  'deleted server in cell0)' % server['id']]
+        # --before holds back every kind alike.
+        for dry_run in (True, False):
+            code, out = self._manage('purge', dry_run=dry_run, before='1h')
+            self.assertEqual('%s 0 create records, 0 move journal rows and '
+                             '0 server history rows.\n'
+                             % ('Would delete' if dry_run else 'Deleted'),
+                             out)
+        self.assertIsNotNone(objects.ServerHistory.get_by_instance_uuid(
+            self.admin_context, server['id']))
         code, out = self._manage('purge', dry_run=True)
-        self.assertIn('Would delete 1 create records and 1 move journal',
-                      out)
-        self.assertIn(server['id'], out)
+        self.assertEqual(['Would delete 1 create records, 1 move journal '
+                          'rows and 1 server history rows.'] + listed,
+                         out.splitlines())
+        self.assertIsNotNone(objects.ServerHistory.get_by_instance_uuid(
+            self.admin_context, server['id']))
         code, out = self._manage('purge')
-        self.assertIn('Deleted 1 create records and 1 move journal', out)
+        self.assertEqual(['Deleted 1 create records, 1 move journal rows '
+                          'and 1 server history rows.'] + listed,
+                         out.splitlines())
+        self.assertIsNone(objects.ServerHistory.get_by_instance_uuid(
+            self.admin_context, server['id']))
         code, out = self._manage('purge')
-        self.assertIn('Deleted 0 create records and 0 move journal', out)
+        self.assertEqual('Deleted 0 create records, 0 move journal rows and '
+                         '0 server history rows.\n', out)
+
+    def _request_id_of(self, server_id):
+        with db_api.reader(self.admin_context) as session:
+            return session.query(models.CreateRecord).filter_by(
+                instance_uuid=server_id).one().request_id
 
     def _listed(self, server_id):
         code, out = self._manage('list', format='json')

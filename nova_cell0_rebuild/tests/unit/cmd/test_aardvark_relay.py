@@ -27,6 +27,15 @@ import testtools
 PROG = 'nova-cell0-rebuild-aardvark-relay'
 
 
+def _pbr_release():
+    # What pip reports for a build (0.1.0.devN), pbr's release
+    # string; read live, as an editable install's metadata may
+    # be older than the last commit.
+    import pbr.version
+    return pbr.version.VersionInfo(
+        'nova-cell0-rebuild').release_string()
+
+
 class TestAardvarkRelayCommand(testtools.TestCase):
 
     def setUp(self):
@@ -72,6 +81,26 @@ class TestAardvarkRelayCommand(testtools.TestCase):
 
     def test_missing_configuration_file_is_a_usage_error(self):
         self._assert_one_line_error(2, self.config, self._run())
+
+    def test_help_says_what_the_relay_does(self):
+        proc = subprocess.run(self._command()[:3] + ['--help'],
+                              capture_output=True, text=True, timeout=120,
+                              env=self._env())
+        self.assertEqual(0, proc.returncode, proc.stderr)
+        usage, description, options = proc.stdout.split('\n\n', 2)
+        self.assertTrue(usage.startswith('usage: %s ' % PROG), usage)
+        self.assertIn('Relay Nova\'s burials in cell0 to CERN\'s Aardvark',
+                      description)
+        self.assertIn('compute_task.build_instances.error', description)
+        self.assertTrue(options.startswith('options:'), options[:40])
+
+    def test_version_is_what_pip_reports(self):
+        proc = subprocess.run(self._command()[:3] + ['--version'],
+                              capture_output=True, text=True, timeout=120,
+                              env=self._env())
+        self.assertEqual(
+            (0, _pbr_release() + '\n'),
+            (proc.returncode, proc.stdout), proc.stderr)
 
     def test_stops_on_sigterm(self):
         self._configure('[cell0_rebuild_relay]\naardvark_events = master\n')

@@ -27,7 +27,6 @@ import fixtures
 from nova.db.api import models as api_models
 from nova.db.main import models as main_models
 from oslo_upgradecheck import upgradecheck
-import pbr.version
 import sqlalchemy as sa
 
 from nova_cell0_rebuild.cmd import status
@@ -37,6 +36,15 @@ from nova_cell0_rebuild.tests.unit.api import test_pipeline_position as paste
 from nova_cell0_rebuild.tests.unit import base
 
 Code = upgradecheck.Code
+
+
+def _pbr_release():
+    # What pip reports for a build (0.1.0.devN), pbr's release
+    # string; read live, as an editable install's metadata may
+    # be older than the last commit.
+    import pbr.version
+    return pbr.version.VersionInfo(
+        'nova-cell0-rebuild').release_string()
 
 
 class PipelineCheckTest(base.TestCase):
@@ -157,6 +165,11 @@ class ConfigurationChecksTest(base.TestCase):
         result = command._check_gates()
         self.assertEqual(Code.FAILURE, result.code)
         self.assertIn('typo', result.details)
+        # One sentence, then the next: no "installed?." nor "..".
+        self.assertIn('install the package that provides it, or leave the '
+                      'name out. nova-api will not load the filter.',
+                      result.details)
+        self.assertNotRegex(result.details, r'[?.!]\.')
 
 
 def _nova_databases(tmp):
@@ -252,6 +265,34 @@ class StatusCommandTest(base.TestCase):
         self.assertEqual(255, code)
         self.assertIn('none.conf', err)
 
+    def test_no_configuration_file_names_where_and_what(self):
+        env = {key: value for key, value in os.environ.items()
+               if key != 'PYTHONWARNINGS'}
+        # No nova.conf anywhere oslo.config looks (a HOME of its own; a
+        # host with /etc/nova/nova.conf has one, then nothing is checked).
+        home = self.useFixture(fixtures.TempDir()).path
+        env['HOME'] = home
+        env.pop('OS_NOVA_CONFIG_DIR', None)
+        if os.path.exists('/etc/nova/nova.conf') or os.path.exists(
+                '/etc/nova-cell0-rebuild-status.conf'):
+            self.skipTest('this host has a configuration file')
+        script = os.path.join(os.path.dirname(sys.executable), status.PROG)
+        proc = subprocess.run([script, 'upgrade', 'check', '--json'],
+                              capture_output=True, text=True, timeout=120,
+                              env=env, cwd=home)
+        checks = {check['check']: check['details'] for check in json.loads(
+            proc.stdout.strip().splitlines()[-1])['checks']}
+        looked = ('no configuration file was found (looked for nova.conf '
+                  'and nova-cell0-rebuild-status.conf in ~/.nova/, ~/, '
+                  '/etc/nova/, /etc/); give one with --config-file')
+        self.assertEqual('[cell0_rebuild] connection or [api_database] '
+                         'connection is not set: ' + looked,
+                         checks['Database'])
+        self.assertEqual('Servers in cell0 cannot be counted: '
+                         '[api_database] connection is not set: ' + looked,
+                         checks['Servers in cell0 without a create record'])
+        self.assertNotIn('sql_connection', proc.stdout)
+
     def test_unparseable_configuration_file(self):
         with open(self.config, 'w') as conf:
             conf.write('[DEFAULT\ndebug = true\n')
@@ -264,6 +305,7 @@ class StatusCommandTest(base.TestCase):
         self.assertEqual('', out)
 
     def test_version_is_ours(self):
-        ours = pbr.version.VersionInfo('nova-cell0-rebuild').version_string()
+        # What pip reports, 0.1.0.devN between releases.
+        ours = _pbr_release()
         code, out, err = self._status('--version')
         self.assertEqual((0, ours + '\n'), (code, out), err)
