@@ -30,6 +30,7 @@ from nova_cell0_rebuild.api import build_request_actions
 from nova_cell0_rebuild.api import cell0_servers
 from nova_cell0_rebuild.api import create_capture
 from nova_cell0_rebuild.api import microversion_hint
+from nova_cell0_rebuild.api import microversion_settings
 from nova_cell0_rebuild.api import rebuild as rebuild_flow
 from nova_cell0_rebuild.api import server_delete
 from nova_cell0_rebuild import conf as plugin_conf
@@ -251,9 +252,9 @@ def filter_factory(global_conf, **local_conf):
     objects.register_all()
     # A wrong setting stops nova-api here, with the reason, rather than
     # misbehaving on the first request.
-    min_version = rebuild_flow.check_min_microversion(
+    min_version = microversion_settings.check_min_microversion(
         conf.cell0_rebuild.min_microversion)
-    reaper_min_version = rebuild_flow.check_reaper_min_microversion(
+    reaper_min_version = microversion_settings.check_reaper_min_microversion(
         conf.cell0_rebuild.reaper_min_microversion, min_version)
     rebuild = rebuild_flow.RebuildFromCell0(
         conf, gates.load_gates(conf), min_version, reaper_min_version)

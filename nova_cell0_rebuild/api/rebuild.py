@@ -24,7 +24,6 @@ of reaching Nova, so that a reaper's retry never re-images a server.
 """
 
 import dataclasses
-import re
 import typing as ty
 
 from oslo_db import exception as db_exc
@@ -38,6 +37,7 @@ from nova_cell0_rebuild.adapters import nova_build_requests
 from nova_cell0_rebuild.adapters import nova_compute
 from nova_cell0_rebuild.adapters import nova_request_specs
 from nova_cell0_rebuild.adapters import nova_servers
+from nova_cell0_rebuild.api import microversion_settings
 from nova_cell0_rebuild.api import rebuild_refusals as refusals
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild import gates
@@ -50,13 +50,6 @@ from nova_cell0_rebuild.tasks import heal
 from nova_cell0_rebuild.tasks import rebuild_from_cell0
 
 LOG = logging.getLogger(__name__)
-
-#: The lowest min_microversion: below it, rebuild still takes personality.
-LOWEST_MIN_MICROVERSION = '2.57'
-
-#: A microversion as Nova writes them, X.Y: what min_microversion and
-#: reaper_min_microversion are checked against before their range.
-_MICROVERSION = re.compile(r'^[1-9][0-9]*\.(0|[1-9][0-9]*)$')
 
 #: How many times a rebuild is tried from a fresh read of the server when
 #: Nova accepted a write to it while it moved (a rename, a lock).
@@ -74,62 +67,6 @@ class Rebuilt:
 
     prepared: ty.Any
     build_request: ty.Any = None
-
-
-def check_min_microversion(value):
-    """Parse ``[cell0_rebuild] min_microversion`` for the installed Nova.
-
-    :param value: the option's value; None (unset) is the installed Nova's
-        maximum microversion.
-    :raises: InvalidConfiguration when not 2.N from 2.57 to Nova's maximum.
-    """
-    if value is None:
-        return nova_api.max_version()
-    return _check_microversion(
-        'min_microversion', value, nova_api.max_version(),
-        _('the maximum of the installed Nova'))
-
-
-def check_reaper_min_microversion(value, min_version):
-    """Parse ``[cell0_rebuild] reaper_min_microversion``.
-
-    :param min_version: the effective min_microversion (APIVersionRequest).
-    :raises: InvalidConfiguration when not 2.N from 2.57 to *min_version*.
-    """
-    return _check_microversion('reaper_min_microversion', value, min_version,
-                               _('the effective min_microversion'))
-
-
-def _check_microversion(name, value, highest, what_highest):
-    """One line naming the option, its value and what it takes, if wrong.
-
-    The options take any string, so that oslo.config never answers for
-    them with its own message, which names its internals: the range they
-    take depends on the installed Nova, known only here.
-    """
-    lowest = nova_api.parse(LOWEST_MIN_MICROVERSION)
-    reason = _('%(name)s %(value)s is outside %(low)s .. %(high)s, '
-               '%(what_high)s')
-    version = None
-    if _MICROVERSION.match(value):
-        version = nova_api.parse(value)
-    else:
-        reason = _('%(name)s %(value)r is not a microversion: give 2.N, '
-                   'from %(low)s to %(high)s, %(what_high)s')
-    if version is None or not version.matches(lowest, highest):
-        raise exception.InvalidConfiguration(reason=reason % {
-            'name': name, 'value': value, 'low': LOWEST_MIN_MICROVERSION,
-            'high': highest.get_string(), 'what_high': what_highest})
-    return version
-
-
-def effective_min_microversion(conf):
-    """``[cell0_rebuild] min_microversion`` as in force, "2.N".
-
-    :raises: InvalidConfiguration as :func:`check_min_microversion`.
-    """
-    return check_min_microversion(
-        conf.cell0_rebuild.min_microversion).get_string()
 
 
 def action_body(req):
@@ -411,8 +348,8 @@ def rebuild_as_admin(context, conf, server_id, image_ref=None):
     if image_ref is None:
         image_ref = nova_compute.original_image(
             admin, mapping.cell_mapping, instance)
-    handler = RebuildFromCell0(conf, gates.load_gates(conf),
-                               check_min_microversion(
-                                   conf.cell0_rebuild.min_microversion))
+    min_version = microversion_settings.check_min_microversion(
+        conf.cell0_rebuild.min_microversion)
+    handler = RebuildFromCell0(conf, gates.load_gates(conf), min_version)
     return handler.rebuild(admin, instance, mapping,
                            {'imageRef': image_ref}).prepared

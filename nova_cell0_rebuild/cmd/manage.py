@@ -36,6 +36,7 @@ import prettytable
 
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild.adapters import nova_service_context
+from nova_cell0_rebuild.api import microversion_settings
 from nova_cell0_rebuild.api import rebuild as rebuild_flow
 from nova_cell0_rebuild.cmd import arguments
 from nova_cell0_rebuild.cmd import command_parsers
@@ -239,7 +240,7 @@ class Cell0Commands(object):
         when the server does not exist or was deleted.
         """
         # A malformed threshold is the operator's to fix before Keystone's.
-        rebuild_flow.effective_min_microversion(CONF)
+        microversion_settings.effective_min_microversion(CONF)
         context = self._service_context()
         try:
             prepared = rebuild_flow.rebuild_as_admin(context, CONF,

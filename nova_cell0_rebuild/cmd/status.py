@@ -30,8 +30,8 @@ import sqlalchemy as sa
 from nova_cell0_rebuild._i18n import _
 from nova_cell0_rebuild.adapters import nova_cell0_listing
 from nova_cell0_rebuild.adapters import nova_paste
+from nova_cell0_rebuild.api import microversion_settings
 from nova_cell0_rebuild.api import pipeline_position as position
-from nova_cell0_rebuild.api import rebuild as rebuild_flow
 from nova_cell0_rebuild.cmd import startup
 from nova_cell0_rebuild import conf as plugin_conf
 from nova_cell0_rebuild.conf import cell0_rebuild as cell0_rebuild_conf
@@ -119,7 +119,7 @@ class UpgradeCommands(upgradecheck.UpgradeCommands):
     def _check_min_microversion(self):
         """[cell0_rebuild] min_microversion suits the installed Nova."""
         try:
-            value = rebuild_flow.effective_min_microversion(CONF)
+            value = microversion_settings.effective_min_microversion(CONF)
         except (exception.InvalidConfiguration, ValueError) as exc:
             return Result(Code.FAILURE, _(
                 '%s. nova-api will not load the filter.')

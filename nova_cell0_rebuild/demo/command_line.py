@@ -27,8 +27,8 @@ DEFAULT_SERVE = '127.0.0.1:8774'
 
 #: The lowest [cell0_rebuild] min_microversion: the first microversion
 #: whose rebuild takes no personality files. The same as
-#: nova_cell0_rebuild.api.rebuild.LOWEST_MIN_MICROVERSION (a unit test
-#: keeps them equal), which cannot be imported without Nova.
+#: nova_cell0_rebuild.api.microversion_settings.LOWEST_MIN_MICROVERSION
+#: (a unit test keeps them equal), which cannot be imported without Nova.
 LOWEST_MIN_MICROVERSION = '2.57'
 
 #: A compute API microversion, as the option's own regex has it.

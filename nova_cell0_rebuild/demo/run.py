@@ -25,7 +25,7 @@ from nova import version as nova_version
 from oslo_config import cfg
 import oslo_messaging
 
-from nova_cell0_rebuild.api import rebuild as rebuild_flow
+from nova_cell0_rebuild.api import microversion_settings
 from nova_cell0_rebuild.demo import clients
 try:
     from nova_cell0_rebuild.demo import cloud
@@ -73,7 +73,7 @@ def print_summary(steps, out=None):
 
 def play(nova, endpoint, transport, timeline):
     """Run the reaper and the scenario; returns the summary steps."""
-    microversion = rebuild_flow.effective_min_microversion(CONF)
+    microversion = microversion_settings.effective_min_microversion(CONF)
     topics = CONF.notifications.versioned_notifications_topics
     the_reaper = reaper.Reaper(
         compute=clients.admin_compute(endpoint, microversion),
@@ -99,7 +99,7 @@ def _interrupt(signum, frame):
 def serve(server, seconds, image_id, timeline):
     """Keep serving until interrupted or for *seconds*."""
     endpoint = server.endpoint
-    microversion = rebuild_flow.effective_min_microversion(CONF)
+    microversion = microversion_settings.effective_min_microversion(CONF)
     print(SERVING % {'endpoint': endpoint, 'mv': microversion,
                      'auth_url': server.auth_url, 'image': image_id},
           flush=True)
@@ -163,7 +163,7 @@ def check_min_microversion(value):
     :raises: SystemExit(2) after printing the usage error.
     """
     try:
-        rebuild_flow.check_min_microversion(value)
+        microversion_settings.check_min_microversion(value)
     except exception.InvalidConfiguration as exc:
         command_line.usage_error('argument --min-microversion: %s' % exc)
 
@@ -193,13 +193,13 @@ def run(args, listening):
     transport = oslo_messaging.get_notification_transport(CONF)
     steps = []
     failure = None
+    min_version = microversion_settings.effective_min_microversion(CONF)
     try:
         server.serve(nova.wsgi_app, nova.glance)
         timeline.say('cloud', 'ready: nova-api at %s (paste pipeline with '
                      'cell0_rebuild, min_microversion %s), placement, '
                      'scheduler, conductor, compute %s (%s: %d VCPUs)' % (
-                         server.endpoint,
-                         rebuild_flow.effective_min_microversion(CONF),
+                         server.endpoint, min_version,
                          nova.compute_host, nova.compute_driver.__name__,
                          nova.compute_driver.vcpus))
         steps = play(nova, server.endpoint, transport, timeline)

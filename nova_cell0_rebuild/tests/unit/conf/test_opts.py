@@ -42,7 +42,8 @@ class TestOptions(base.BaseTestCase):
 
     def test_microversions_are_checked_by_the_plugin(self):
         # Not by oslo.config, whose message would name its internals:
-        # api.rebuild.check_min_microversion says what is accepted.
+        # api.microversion_settings.check_min_microversion says what is
+        # accepted.
         for name in ('min_microversion', 'reaper_min_microversion'):
             self.conf.set_override(name, '2.x', group='cell0_rebuild')
             self.assertEqual('2.x', self.conf.cell0_rebuild[name])

@@ -14,14 +14,14 @@
 
 import testtools
 
-from nova_cell0_rebuild.api import rebuild as rebuild_flow
+from nova_cell0_rebuild.api import microversion_settings
 from nova_cell0_rebuild.demo import command_line
 
 
 class CommandLineTest(testtools.TestCase):
 
     def test_lowest_min_microversion_is_the_plugins(self):
-        self.assertEqual(rebuild_flow.LOWEST_MIN_MICROVERSION,
+        self.assertEqual(microversion_settings.LOWEST_MIN_MICROVERSION,
                          command_line.LOWEST_MIN_MICROVERSION)
 
     def test_min_microversion(self):

@@ -14,7 +14,7 @@
 
 from nova.api.openstack import api_version_request
 
-from nova_cell0_rebuild.api import rebuild
+from nova_cell0_rebuild.api import microversion_settings as settings
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild.tests import microversions as mv
 from nova_cell0_rebuild.tests.unit import base
@@ -24,11 +24,11 @@ class TestCheckMinMicroversion(base.TestCase):
 
     def test_unset_is_novas_maximum(self):
         self.assertEqual(mv.NOVA_MAX,
-                         rebuild.check_min_microversion(None).get_string())
+                         settings.check_min_microversion(None).get_string())
 
     def test_accepted_from_2_57_to_novas_maximum(self):
         for value in ('2.57', '2.65', mv.NOVA_MAX):
-            version = rebuild.check_min_microversion(value)
+            version = settings.check_min_microversion(value)
             self.assertEqual(value, version.get_string())
             self.assertEqual(api_version_request.APIVersionRequest(value),
                              version)
@@ -36,7 +36,7 @@ class TestCheckMinMicroversion(base.TestCase):
     def test_out_of_range_is_refused_with_the_range(self):
         for value in ('2.56', mv.ABOVE_NOVA_MAX, '3.0', '2.0'):
             error = self.assertRaises(exception.InvalidConfiguration,
-                                      rebuild.check_min_microversion, value)
+                                      settings.check_min_microversion, value)
             message = str(error)
             self.assertIn('[cell0_rebuild]', message)
             self.assertIn('min_microversion %s is outside 2.57 .. %s'
@@ -46,7 +46,7 @@ class TestCheckMinMicroversion(base.TestCase):
     def test_not_a_version_is_refused(self):
         for value in ('x', '2', '2.1.1', '', '2.065', 'latest', '3.0 '):
             error = self.assertRaises(exception.InvalidConfiguration,
-                                      rebuild.check_min_microversion, value)
+                                      settings.check_min_microversion, value)
             self.assertEqual(
                 'Invalid [cell0_rebuild] configuration: min_microversion %r '
                 'is not a microversion: give 2.N, from 2.57 to %s, the '
@@ -56,8 +56,8 @@ class TestCheckMinMicroversion(base.TestCase):
     def test_reaper_floor_not_a_version_is_refused(self):
         error = self.assertRaises(
             exception.InvalidConfiguration,
-            rebuild.check_reaper_min_microversion, '2.6x',
-            rebuild.check_min_microversion('2.65'))
+            settings.check_reaper_min_microversion, '2.6x',
+            settings.check_min_microversion('2.65'))
         self.assertEqual(
             "Invalid [cell0_rebuild] configuration: reaper_min_microversion "
             "'2.6x' is not a microversion: give 2.N, from 2.57 to 2.65, the "
