@@ -184,20 +184,34 @@ class MiniCloud(object):
         return install_doc.InstallGuide.from_file(
             os.path.join(SOURCE_TREE, install_doc.GUIDE))
 
+    def _operator_pip(self):
+        """The pip an operator has: the one a fresh ``python3 -m venv`` has.
+
+        It installs into this environment (Nova's) with ``pip --python``,
+        so the guide's commands meet the pip ``venv`` ships (23.2.1 on
+        Python 3.11), not the newer one tox put here.
+
+        :returns: the command line that runs it, and its version.
+        """
+        venv = self._path('operator-pip')
+        python = shutil.which('python%d.%d' % sys.version_info[:2])
+        self.procs.run('plugin-install', [python or sys.executable, '-m',
+                                          'venv', venv])
+        pip = [os.path.join(venv, 'bin', 'python'), '-m', 'pip']
+        version = self._output(pip + ['--version']).split()[1]
+        return pip + ['--python', self._bin('python')], version
+
     def _install_plugin(self):
         """Install the plugin as the guide says: build a wheel, install it."""
         guide = self._guide()
         dist = self._path('dist')
+        pip, self.operator_pip_version = self._operator_pip()
         for command in guide.pip_commands():
             if command[1] == 'install' and 'dist/' not in command[-1]:
                 continue  # the guide's other way: from the source tree
-            argv = [self._bin('python'), '-m'] + [
-                word.replace('/path/to/nova-cell0-rebuild', SOURCE_TREE)
-                .replace('dist', dist, 1) if word.startswith(
-                    ('/path/to', 'dist')) else word for word in command]
-            argv = [expanded for word in argv
-                    for expanded in (sorted(glob.glob(word)) or [word])]
-            self.procs.run('plugin-install', argv)
+            self.procs.run('plugin-install', pip + [
+                expanded for word in command[1:]
+                for expanded in _guide_words(word, dist)])
 
     def _paste_file(self):
         guide = self._guide()
@@ -384,6 +398,7 @@ class MiniCloud(object):
             'nova_conf': self._path('etc', 'nova', 'nova.conf'),
             'nova_api_env': self.nova_api_env(),
             'epmd_was_running': self.epmd_was_running,
+            'operator_pip_version': self.operator_pip_version,
             'timings': self.timings,
         }
         description.update(contents)
@@ -420,6 +435,20 @@ class MiniCloud(object):
         if left:
             raise processes.BringUpError('left running: %s' % left)
         print('minicloud: down; logs kept in %s' % self.procs.log_dir)
+
+
+def _guide_words(word, dist):
+    """One word of the guide's pip commands, as a shell here expands it."""
+    word = word.replace('/path/to/nova-cell0-rebuild', SOURCE_TREE)
+    if word.startswith('dist'):
+        word = word.replace('dist', dist, 1)
+    word = word.replace('$PWD/dist', dist)
+    name, at, url = word.partition(' @ file://')
+    if at:
+        # "name[extra] @ file://.../nova_cell0_rebuild-<version>-...whl"
+        (path,) = glob.glob(url.replace('<version>', '*'))
+        return [name + at + path]
+    return sorted(glob.glob(word)) or [word]
 
 
 def _process_table():
