@@ -15,9 +15,11 @@
 Separate OS processes, no internet: MariaDB and RabbitMQ from the Debian
 packages; Keystone (fernet tokens), placement, Glance (file store) and two
 nova-api under uwsgi; nova-conductor, nova-scheduler and two nova-compute
-with Nova's fake driver; a stand-in for Neutron (``neutron_standin.py``).
-The plugin is installed and enabled by following the install guide's code
-blocks (``install_doc.py``).
+with Nova's fake driver; a stand-in for Neutron (``neutron_standin.py``);
+redis, and stock Aardvark's two versions installed in virtualenvs of their
+own (``aardvark.py``) for the relay's scenario to start. The plugin is
+installed and enabled by following the install guide's code blocks
+(``install_doc.py``), with the pip of a fresh ``python3 -m venv``.
 
 Usage (from the source tree, in a Python environment holding the services:
 ``tox -e cloud`` makes one)::
