@@ -3,8 +3,10 @@
 # as root, without systemd: MariaDB and PostgreSQL with oslo.db's
 # openstack_citest user and database (as oslo.db's tools/test-setup.sh
 # makes them), the RabbitMQ package (tox -e cloud and the relay's
-# functional test start their own nodes from it), and Galera and rsync
-# (tools/ci/galera-cluster.sh starts a three-node cluster from them). Also
+# functional test start their own nodes from it), Galera and rsync
+# (tools/ci/galera-cluster.sh starts a three-node cluster from them), and
+# redis-server (tox -e cloud starts one for stock Aardvark all_in_one's job
+# board; patch applies master's compatibility diff). Also
 # tox, and a full git history for reno.
 set -euo pipefail
 
@@ -15,7 +17,7 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends \
     mariadb-server mariadb-client galera-4 rsync postgresql \
-    rabbitmq-server >/dev/null
+    rabbitmq-server redis-server patch >/dev/null
 
 # policy-rc.d blocks autostart, so start them by hand.
 service mariadb start

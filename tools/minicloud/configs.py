@@ -32,6 +32,8 @@ PORTS = {name: PORT_BASE + offset for name, offset in {
     'neutron': 696,
     'placement': 778,
 }.items()}
+#: Aardvark all_in_one's job board: its port is fixed.
+PORTS['redis'] = 6379
 PASSWORD = 'minicloud-secret'
 REGION = 'RegionOne'
 SERVICE_USERS = ('nova', 'placement', 'glance')

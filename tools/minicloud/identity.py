@@ -28,6 +28,9 @@ USERS = {
     'nova': ('service', ['admin', 'service']),
     'placement': ('service', ['admin', 'service']),
     'glance': ('service', ['admin', 'service']),
+    # Stock Aardvark (tests/cloud/test_aardvark.py): admin for its
+    # all-projects listings, service for the plugin's reaper path.
+    'aardvark': ('service', ['admin', 'service']),
     'demo-member': ('demo', ['member']),
     'demo-reader': ('demo', ['reader']),
     'other-member': ('other', ['member']),

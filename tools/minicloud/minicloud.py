@@ -15,9 +15,11 @@
 Separate OS processes, no internet: MariaDB and RabbitMQ from the Debian
 packages; Keystone (fernet tokens), placement, Glance (file store) and two
 nova-api under uwsgi; nova-conductor, nova-scheduler and two nova-compute
-with Nova's fake driver; a stand-in for Neutron (``neutron_standin.py``).
-The plugin is installed and enabled by following the install guide's code
-blocks (``install_doc.py``).
+with Nova's fake driver; a stand-in for Neutron (``neutron_standin.py``);
+redis, and stock Aardvark's two versions installed in virtualenvs of their
+own (``aardvark.py``) for the relay's scenario to start. The plugin is
+installed and enabled by following the install guide's code blocks
+(``install_doc.py``), with the pip of a fresh ``python3 -m venv``.
 
 Usage (from the source tree, in a Python environment holding the services:
 ``tox -e cloud`` makes one)::
@@ -25,6 +27,7 @@ Usage (from the source tree, in a Python environment holding the services:
     python tools/minicloud/minicloud.py up WORKDIR
     python tools/minicloud/minicloud.py kill|stop|restart SERVICE WORKDIR
     python tools/minicloud/minicloud.py down WORKDIR
+    python tools/minicloud/minicloud.py results [--clear] FIGURES.json
 
 ``up`` writes ``WORKDIR/cloud.json`` (what the scenario reads) and
 ``WORKDIR/clouds.yaml`` (for ``openstack --os-cloud demo-member``). Service
@@ -42,6 +45,7 @@ import subprocess
 import sys
 import time
 
+import aardvark
 import configs
 import identity
 import install_doc
@@ -52,7 +56,9 @@ SOURCE_TREE = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 COMPUTES = ('compute1', 'compute2')
 DATABASES = ('keystone', 'placement', 'glance', 'nova_api', 'nova_cell0',
-             'nova_cell1')
+             'nova_cell1', 'aardvark')
+#: Stock Aardvark's versions (tests/cloud/test_aardvark.py).
+AARDVARK_VERSIONS = ('all_in_one', 'master')
 EPMD_PORT = 4369
 
 
@@ -155,6 +161,36 @@ class MiniCloud(object):
     def wait_for_rabbitmq(self, timeout=90):
         self._rabbitmq_node().wait(timeout)
 
+    def _redis(self):
+        """A private redis for Aardvark all_in_one's job board.
+
+        all_in_one has no option for the port: 6379 it is, so a redis of
+        the machine's own on 6379 stops the bring-up rather than be used.
+        """
+        if processes.port_open(configs.PORTS['redis']):
+            raise processes.BringUpError(
+                'port %d is taken: Aardvark all_in_one\'s job board needs a '
+                'redis there (its port is fixed); stop that server'
+                % configs.PORTS['redis'])
+        data = self._path('redis')
+        os.makedirs(data, exist_ok=True)
+        self.procs.start('redis', [
+            shutil.which('redis-server', path='/usr/bin:' +
+                         os.environ['PATH']) or 'redis-server',
+            '--bind', '127.0.0.1', '--port', str(configs.PORTS['redis']),
+            '--dir', data, '--save', '', '--appendonly', 'no',
+            '--daemonize', 'no'])
+        processes.wait_for(
+            'redis answering on port %d' % configs.PORTS['redis'],
+            lambda: processes.port_open(configs.PORTS['redis']), 30,
+            watch=lambda: self.procs.check_alive('redis'))
+
+    def _aardvark(self):
+        """Both stock Aardvark versions, each in its own virtualenv."""
+        return {version: aardvark.install(self.procs, SOURCE_TREE,
+                                          self.workdir, version)
+                for version in AARDVARK_VERSIONS}
+
     # -- configuration -----------------------------------------------------
 
     def _write_configs(self):
@@ -184,20 +220,34 @@ class MiniCloud(object):
         return install_doc.InstallGuide.from_file(
             os.path.join(SOURCE_TREE, install_doc.GUIDE))
 
+    def _operator_pip(self):
+        """The pip an operator has: the one a fresh ``python3 -m venv`` has.
+
+        It installs into this environment (Nova's) with ``pip --python``,
+        so the guide's commands meet the pip ``venv`` ships (23.2.1 on
+        Python 3.11), not the newer one tox put here.
+
+        :returns: the command line that runs it, and its version.
+        """
+        venv = self._path('operator-pip')
+        python = shutil.which('python%d.%d' % sys.version_info[:2])
+        self.procs.run('plugin-install', [python or sys.executable, '-m',
+                                          'venv', venv])
+        pip = [os.path.join(venv, 'bin', 'python'), '-m', 'pip']
+        version = self._output(pip + ['--version']).split()[1]
+        return pip + ['--python', self._bin('python')], version
+
     def _install_plugin(self):
         """Install the plugin as the guide says: build a wheel, install it."""
         guide = self._guide()
         dist = self._path('dist')
+        pip, self.operator_pip_version = self._operator_pip()
         for command in guide.pip_commands():
             if command[1] == 'install' and 'dist/' not in command[-1]:
                 continue  # the guide's other way: from the source tree
-            argv = [self._bin('python'), '-m'] + [
-                word.replace('/path/to/nova-cell0-rebuild', SOURCE_TREE)
-                .replace('dist', dist, 1) if word.startswith(
-                    ('/path/to', 'dist')) else word for word in command]
-            argv = [expanded for word in argv
-                    for expanded in (sorted(glob.glob(word)) or [word])]
-            self.procs.run('plugin-install', argv)
+            self.procs.run('plugin-install', pip + [
+                expanded for word in command[1:]
+                for expanded in _guide_words(word, dist)])
 
     def _paste_file(self):
         guide = self._guide()
@@ -366,12 +416,19 @@ class MiniCloud(object):
     def _up(self):
         started = time.monotonic()
         self._write_configs()
+        # Checked first: a missing or altered tarball fails in a second.
+        for version in AARDVARK_VERSIONS:
+            aardvark.checked_tarball(SOURCE_TREE, version)
         self._parallel(('mariadb', self._mariadb),
-                       ('rabbitmq', self._rabbitmq))
+                       ('rabbitmq', self._rabbitmq),
+                       ('redis', self._redis))
+        aardvark_venvs = {}
         self._parallel(('keystone', self._keystone),
                        ('placement db', self._placement_db),
                        ('glance db', self._glance_db),
-                       ('nova db + plugin', self._nova_db))
+                       ('nova db + plugin', self._nova_db),
+                       ('aardvark venvs', lambda: aardvark_venvs.update(
+                           self._aardvark())))
         self._timed('services', self._services)
         contents = self._timed('image and flavors', self._contents)
         self._timed('upgrade check', self._upgrade_check)
@@ -384,6 +441,12 @@ class MiniCloud(object):
             'nova_conf': self._path('etc', 'nova', 'nova.conf'),
             'nova_api_env': self.nova_api_env(),
             'epmd_was_running': self.epmd_was_running,
+            'operator_pip_version': self.operator_pip_version,
+            'rabbitmq': {'nodename': self._rabbitmq_node().nodename,
+                         'env': self.rabbitmq_env(),
+                         'transport_url': configs.TRANSPORT_URL},
+            'aardvark_venvs': aardvark_venvs,
+            'source_tree': SOURCE_TREE,
             'timings': self.timings,
         }
         description.update(contents)
@@ -420,6 +483,20 @@ class MiniCloud(object):
         if left:
             raise processes.BringUpError('left running: %s' % left)
         print('minicloud: down; logs kept in %s' % self.procs.log_dir)
+
+
+def _guide_words(word, dist):
+    """One word of the guide's pip commands, as a shell here expands it."""
+    word = word.replace('/path/to/nova-cell0-rebuild', SOURCE_TREE)
+    if word.startswith('dist'):
+        word = word.replace('dist', dist, 1)
+    word = word.replace('$PWD/dist', dist)
+    name, at, url = word.partition(' @ file://')
+    if at:
+        # "name[extra] @ file://.../nova_cell0_rebuild-<version>-...whl"
+        (path,) = glob.glob(url.replace('<version>', '*'))
+        return [name + at + path]
+    return sorted(glob.glob(word)) or [word]
 
 
 def _process_table():
@@ -466,21 +543,41 @@ def leftover_pids(workdir):
                   sid != session)
 
 
+def results(path, clear=False):
+    """Print the figures the scenario wrote (or remove the old file)."""
+    if clear:
+        if os.path.exists(path):
+            os.remove(path)
+        return
+    try:
+        with open(path) as figures:
+            text = json.dumps(json.load(figures), indent=2, sort_keys=True)
+    except (OSError, ValueError) as error:
+        text = '(no figures: %s)' % error
+    print('minicloud: figures of %s\n%s' % (path, text))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('command',
-                        choices=['up', 'down', 'kill', 'stop', 'restart'])
+    parser.add_argument('command', choices=['up', 'down', 'kill', 'stop',
+                                            'restart', 'results'])
     parser.add_argument('args', nargs='+',
                         help='WORKDIR, or SERVICE WORKDIR for kill (SIGKILL), '
-                             'stop (SIGTERM) and restart')
+                             'stop (SIGTERM) and restart, or the JSON file '
+                             'of the figures for results')
+    parser.add_argument('--clear', action='store_true',
+                        help='results: remove the file instead')
     options = parser.parse_args(argv)
+    if options.command == 'results':
+        results(options.args[0], options.clear)
+        return 0
     cloud = MiniCloud(options.args[-1])
     try:
         if options.command in ('kill', 'stop', 'restart'):
             getattr(cloud, options.command)(options.args[0])
         else:
             getattr(cloud, options.command)()
-    except processes.BringUpError as error:
+    except (processes.BringUpError, aardvark.AardvarkError) as error:
         print('minicloud: %s failed: %s' % (options.command, error),
               file=sys.stderr)
         return 1

@@ -44,6 +44,27 @@ def load():
         return Cloud(json.load(described))
 
 
+def record_result(keys, value):
+    """Set one figure in ``$CLOUD_LATENCY_OUTPUT`` (JSON), keeping the rest.
+
+    :param keys: the path to it, e.g. ``['aardvark', 'master', 'x_s']``.
+    """
+    output = os.environ.get('CLOUD_LATENCY_OUTPUT')
+    if not output:
+        return
+    try:
+        with open(output) as existing:
+            results = json.load(existing)
+    except (OSError, ValueError):
+        results = {}
+    place = results
+    for key in keys[:-1]:
+        place = place.setdefault(key, {})
+    place[keys[-1]] = value
+    with open(output, 'w') as out:
+        json.dump(results, out, indent=2, sort_keys=True)
+
+
 def _json(output):
     # --wait prints its progress ("Complete") before the JSON.
     lines = output.splitlines()

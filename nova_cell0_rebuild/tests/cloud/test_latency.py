@@ -20,12 +20,12 @@ then a create into the same slot.
 """
 
 import json
-import os
 import statistics
 import sys
 import time
 
 from nova_cell0_rebuild.tests.cloud import base
+from nova_cell0_rebuild.tests.cloud import clients
 
 ROUNDS = 3
 
@@ -68,9 +68,7 @@ class LatencyTest(base.CloudTestCase):
                     / medians['create_to_active'], 2)},
         }
         sys.stdout.write('\n' + json.dumps(result, indent=2) + '\n')
-        output = os.environ.get('CLOUD_LATENCY_OUTPUT')
-        if output:
-            with open(output, 'w') as out:
-                json.dump(result, out, indent=2, sort_keys=True)
+        for key, value in result.items():
+            clients.record_result([key], value)
         for value in medians.values():
             self.assertGreater(value, 0)
