@@ -7,7 +7,7 @@
 # (tools/ci/galera-cluster.sh starts a three-node cluster from them), and
 # redis-server (tox -e cloud starts one for stock Aardvark all_in_one's job
 # board; patch applies master's compatibility diff). Also
-# tox, and a full git history for reno.
+# tox with tox-uv, and a full git history for reno.
 set -euo pipefail
 
 DB_USER=openstack_citest
@@ -53,9 +53,10 @@ PGPASSWORD=$DB_PW psql -q -h 127.0.0.1 -U $DB_USER -d template1 \
 PGPASSWORD=$DB_PW createdb -h 127.0.0.1 -U $DB_USER -l C -T template0 \
     -E utf8 openstack_citest
 
-# tox (the machine's Python may be externally managed).
-python3 -m pip install -q tox \
-    || python3 -m pip install -q --break-system-packages tox
+# tox, and tox-uv, which tox.ini requires (the machine's Python may be
+# externally managed).
+python3 -m pip install -q tox tox-uv \
+    || python3 -m pip install -q --break-system-packages tox tox-uv
 
 # reno crashes on a shallow clone (toolchain G5); pbr copes without tags.
 if [ "$(git rev-parse --is-shallow-repository)" = "true" ]; then
