@@ -12,6 +12,7 @@
 
 """What every scenario test does: a full cloud, a buried server, room."""
 
+import base64
 import time
 
 import testtools
@@ -43,6 +44,23 @@ class CloudTestCase(testtools.TestCase):
             cloud, 'POST', '/servers', body, microversion=microversion)
         self.assertEqual(202, status, answer)
         return answer['server']['id'], seconds
+
+    def create_with_files(self, cloud='demo-member'):
+        """POST a server with personality files (2.56, the last to take them).
+
+        The raw API, with curl: openstack server create --file is broken in
+        OSC 10.5. :returns: its id.
+        """
+        status, body = self.cloud.curl(
+            cloud, 'POST', '/servers', {'server': {
+                'name': 'with-files', 'imageRef': self.cloud.image_id,
+                'flavorRef': self.cloud.description['flavors']['standard'],
+                'networks': 'none',
+                'personality': [{'path': '/etc/motd', 'contents':
+                                 base64.b64encode(b'hi').decode()}]}},
+            microversion='2.56')
+        self.assertEqual(202, status, body)
+        return body['server']['id']
 
     def show(self, uuid, cloud='demo-member'):
         status, answer, _ = self.cloud.compute(cloud, 'GET',

@@ -22,7 +22,6 @@ reaper path. The figures (seconds from burial to ACTIVE) are written to
 ``$CLOUD_LATENCY_OUTPUT`` under ``aardvark``.
 """
 
-import base64
 import time
 
 from testtools import content
@@ -141,16 +140,7 @@ class AardvarkLoopScenarios(object):
     def test_refused_burials_not_announced(self):
         """Personality files, and a project over quota: nothing deleted."""
         preemptibles = self.fill()
-        status, body = self.cloud.curl(
-            'other-member', 'POST', '/servers', {'server': {
-                'name': 'with-files', 'imageRef': self.cloud.image_id,
-                'flavorRef': self.cloud.description['flavors']['standard'],
-                'networks': 'none',
-                'personality': [{'path': '/etc/motd', 'contents':
-                                 base64.b64encode(b'hi').decode()}]}},
-            microversion='2.56')
-        self.assertEqual(202, status, body)
-        with_files = body['server']['id']
+        with_files = self.create_with_files('other-member')
         self.wait_for_burial(with_files)
         # The relay judges a burial when it reads it: over quota by then.
         self.reaper.stop_relay()

@@ -17,8 +17,6 @@ room, the buried server rebuilt with ``openstack server rebuild``: it must
 come back ACTIVE as the same server, with everything it was created with.
 """
 
-import base64
-
 import fixtures
 
 from nova_cell0_rebuild.tests.cloud import base
@@ -90,18 +88,7 @@ class PreemptibleLoopTest(base.CloudTestCase):
 
     def test_reader_other_project_and_personality_files(self):
         uuid, preemptibles = self.full_cloud_with_a_buried_server()
-        # Personality files exist until 2.56; openstack server create
-        # --file is broken in OSC 10.5, so the raw API (curl).
-        status, body = self.cloud.curl(
-            'demo-member', 'POST', '/servers', {'server': {
-                'name': 'with-files', 'imageRef': self.cloud.image_id,
-                'flavorRef': self.cloud.description['flavors']['standard'],
-                'networks': 'none',
-                'personality': [{'path': '/etc/motd', 'contents':
-                                 base64.b64encode(b'hi').decode()}]}},
-            microversion='2.56')
-        self.assertEqual(202, status, body)
-        with_files = body['server']['id']
+        with_files = self.create_with_files()
         self.wait_for_status(with_files, 'ERROR')
         self.delete(preemptibles[0])
 
