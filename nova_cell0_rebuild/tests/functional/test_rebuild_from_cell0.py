@@ -173,15 +173,22 @@ class RebuildScenariosTest(base.Cell0RebuildTestCase):
         self.assertEqual(CELL0, self._mapped_cell_uuid(server['id']))
         self.assertEqual(cell0_rows, self._cell0_rows(server['id']))
 
-    def test_below_threshold_nova_answers_unchanged(self):
+    def test_below_threshold_nova_refuses_and_nothing_changes(self):
+        # Nova's 409, its message followed by the microversion hint
+        # (test_microversion_hint has the hint's cases).
         server = self._create_buried_server()
         rows = self._cell0_rows(server['id'])
         self._start_compute('host1')
+        nova_refusal = self._invalid_state_409(server['id'])
         for version in (mv.BELOW_NOVA_MAX, '2.56'):
             resp = self._rebuild(server['id'], microversion=version)
             self.assertEqual(409, resp.status)
-            self.assertEqual(self._invalid_state_409(server['id']),
-                             resp.body)
+            message = resp.body['conflictingRequest']['message']
+            self.assertTrue(message.startswith(
+                nova_refusal['conflictingRequest']['message'] + ' '),
+                message)
+            self.assertIn('at compute API microversion %s or later'
+                          % mv.NOVA_MAX, message)
         self._assert_untouched(server, rows)
 
     def test_created_with_personality_files_is_refused(self):
