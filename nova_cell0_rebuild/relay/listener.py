@@ -18,8 +18,18 @@ nothing away from other consumers), and acknowledges a notification once
 it is announced or judged not worth announcing. A database that cannot be
 reached asks for the notification again, after a pause, as oslo.messaging
 listeners do (``NotificationResult.REQUEUE``).
+
+A notification is acknowledged on the connection it came on. When RabbitMQ
+closes that connection while the burial is announced (a broker restart, a
+failover), it delivers the notification again as soon as the listener is
+back, often before the first announcement is finished; the relay keeps the
+message ids it announced, so that Aardvark, which deletes pre-emptible
+servers for each announcement, is told once. A relay that dies between
+announcing and acknowledging announces again when it restarts.
 """
 
+import collections
+import threading
 import time
 
 from oslo_db import exception as db_exc
@@ -36,6 +46,9 @@ PUBLISHER = 'nova-cell0-rebuild-aardvark-relay'
 TRANSIENT_ERRORS = (db_exc.DBConnectionError, db_exc.DBDeadlock)
 #: Seconds to wait before a requeued notification comes back.
 REQUEUE_PAUSE = 1.0
+#: How many announced notifications are remembered: a notification is
+#: delivered again within seconds of a lost connection.
+REMEMBERED = 1000
 
 
 class Announcer(object):
@@ -76,6 +89,24 @@ class BurialEndpoint(object):
         self._judge = judge
         self._announce = announce
         self._requeue_pause = requeue_pause
+        self._announced = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def _first_delivery(self, message_id):
+        """Whether this notification is not announced (nor being) yet.
+
+        Records it as announced: one of two deliveries judged at once
+        announces.
+        """
+        if message_id is None:
+            return True
+        with self._lock:
+            if message_id in self._announced:
+                return False
+            self._announced[message_id] = True
+            while len(self._announced) > REMEMBERED:
+                self._announced.popitem(last=False)
+            return True
 
     def error(self, ctxt, publisher_id, event_type, payload, metadata):
         uuid = '(unknown)'
@@ -97,6 +128,11 @@ class BurialEndpoint(object):
             # loop for ever: it is dropped, and said so.
             LOG.exception('Burial of server %s in cell0 not announced to '
                           'Aardvark: judging it failed', uuid)
+            return oslo_messaging.NotificationResult.HANDLED
+        if not self._first_delivery((metadata or {}).get('message_id')):
+            LOG.info('Burial of server %s in cell0 delivered again while '
+                     'it was announced, or after: not announced twice',
+                     uuid)
             return oslo_messaging.NotificationResult.HANDLED
         self._announce(burial)
         LOG.info('Burial of server %s in cell0 announced to Aardvark '

@@ -83,6 +83,12 @@ class PrivateRabbitMQ(object):
                          env=self.env())
         self.wait(timeout)
 
+    def ctl(self, *args, timeout=60):
+        """Run ``rabbitmqctl`` on this node (its output goes to its log)."""
+        return self.procs.run('rabbitmqctl', [
+            os.path.join(BIN, 'rabbitmqctl'), '-n', self.nodename] +
+            list(args), env=self.env(), timeout=timeout)
+
     def wait(self, timeout=90):
         def started():
             try:

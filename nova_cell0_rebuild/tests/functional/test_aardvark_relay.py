@@ -344,6 +344,44 @@ class AardvarkRelayTest(base.Cell0RebuildTestCase):
         self.assertEqual([], received[1][2]['nova_object.data'][
             'block_devices'])
 
+    def test_connections_closed_while_announcing(self):
+        # RabbitMQ closes the relay's connections (a broker restart, a
+        # failover) between the two events of an announcement: the burial
+        # Nova sent, not yet acknowledged, is delivered again as soon as
+        # the relay's listener is back, while the first delivery is still
+        # being announced. Aardvark must see it announced once.
+        ordinary, _personality, notifications = self._bury()
+        # Long enough for rabbitmqctl (an Erlang VM of its own, seconds).
+        self.flags(state_update_delay=15, aardvark_events='all_in_one',
+                   publish_topics=['aardvark_all_in_one'],
+                   group='cell0_rebuild_relay')
+        aardvark = AardvarkListener(self.exchange_conf, self.rabbit.url,
+                                    'aardvark_all_in_one',
+                                    'instance.schedule')
+        aardvark.start()
+        self.addCleanup(aardvark.stop)
+        relay = aardvark_relay.build_relay(
+            CONF, context_factory=lambda: self.admin_context)
+        relay.start()
+        try:
+            self._as_nova(notifications[-1:])
+            first = aardvark.events(1)
+            self.assertEqual([('error', 'instance.schedule')],
+                             [event[:2] for event in first])
+            self.rabbit.node.ctl('close_all_connections', 'relay test')
+            self.assertTrue(aardvark.received.empty(),
+                            'the connections were closed too late')
+            # The update, then whatever a second announcement would send.
+            received = aardvark.events(3, timeout=25)
+        finally:
+            relay.stop()
+        self.assertEqual([('info', 'instance.update')],
+                         [event[:2] for event in received])
+        self.assertEqual(ordinary, received[0][2]['nova_object.data']['uuid'])
+        self.assertIn('Burial of server %s in cell0 delivered again while '
+                      'it was announced' % ordinary,
+                      self.stdlog.logger.output)
+
     def test_no_valid_host_received_over_rpc(self):
         # What a cloud's conductor sends: the scheduler's NoValidHost came
         # over RabbitMQ, and the payload names the class oslo.messaging

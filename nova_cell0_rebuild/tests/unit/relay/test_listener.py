@@ -59,10 +59,10 @@ class EndpointTest(testtools.TestCase):
         return listener.BurialEndpoint(judge, self.announced.append,
                                        requeue_pause=0)
 
-    def _error(self, endpoint, payload=None):
+    def _error(self, endpoint, payload=None, message_id='m'):
         return endpoint.error({}, 'nova-conductor:host',
                               burials.EVENT_TYPE, payload or _payload(),
-                              {'message_id': 'm', 'timestamp': 't'})
+                              {'message_id': message_id, 'timestamp': 't'})
 
     def test_announced(self):
         judged = []
@@ -73,6 +73,32 @@ class EndpointTest(testtools.TestCase):
         self.assertEqual(HANDLED, self._error(self._endpoint(judge)))
         self.assertEqual([UUID], judged)
         self.assertEqual([BURIAL], self.announced)
+
+    def test_delivered_again_is_announced_once(self):
+        endpoint = self._endpoint(lambda notice: BURIAL)
+        for _ in range(2):
+            self.assertEqual(HANDLED, self._error(endpoint))
+        self.assertEqual([BURIAL], self.announced)
+        self.assertIn('%s in cell0 delivered again while it was announced, '
+                      'or after: not announced twice' % UUID,
+                      self.log.output)
+        # Another notification of the same server is another burial.
+        self.assertEqual(HANDLED, self._error(endpoint, message_id='m2'))
+        self.assertEqual([BURIAL, BURIAL], self.announced)
+
+    def test_without_a_message_id_every_delivery_is_announced(self):
+        endpoint = self._endpoint(lambda notice: BURIAL)
+        for _ in range(2):
+            self._error(endpoint, message_id=None)
+        self.assertEqual([BURIAL, BURIAL], self.announced)
+
+    def test_the_oldest_announced_are_forgotten(self):
+        self.useFixture(fixtures.MockPatchObject(listener, 'REMEMBERED', 2))
+        endpoint = self._endpoint(lambda notice: BURIAL)
+        for message_id in ('a', 'b', 'c', 'a', 'c'):
+            self._error(endpoint, message_id=message_id)
+        # 'a' was forgotten when 'c' came: announced again; 'c' was not.
+        self.assertEqual(4, len(self.announced))
 
     def test_not_announced_is_acknowledged(self):
         def judge(notice):
