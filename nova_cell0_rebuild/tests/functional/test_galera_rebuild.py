@@ -23,12 +23,18 @@ NOVA_CELL0_REBUILD_GALERA_API_ROUNDS sets the rounds (default 10).
 """
 
 import collections
+import contextlib
 import logging
 import os
 import threading
 
 import eventlet
 import fixtures
+from nova import context as nova_context
+from nova.db.api import api as api_db_api
+from nova import exception as nova_exception
+from nova import objects as nova_objects
+from oslo_db.sqlalchemy import enginefacade
 from testtools import content
 
 from nova_cell0_rebuild import objects
@@ -38,6 +44,43 @@ from nova_cell0_rebuild.tests.functional import test_move_faults
 
 ROUNDS = int(os.environ.get('NOVA_CELL0_REBUILD_GALERA_API_ROUNDS', '10'))
 LOG = logging.getLogger(__name__)
+
+
+class IsolatedApiTransactions(fixtures.Fixture):
+    """One transaction at a time on the harness's API database.
+
+    Nova's harness keeps the API database in memory, on one SQLite
+    connection that every greenthread shares. The move's API-database
+    transaction waits for the Galera cluster inside it (it stashes the
+    server's history in the plugin's tables), which lets the other request
+    run; when that one's session ends on the shared connection, its
+    rollback undoes the first one's uncommitted writes (the BuildRequest
+    and the unmapping), and the move then finds the server mapped to cell0
+    again and takes it for deleted. Production's databases give each
+    transaction its own connection: here, readers and writers of the API
+    database take one lock for their transaction (Nova 34's
+    DatabaseWriteLock takes it for writers only). The two requests still
+    race, transaction by transaction, and on the Galera journal. The cell
+    databases' transactions never wait on the network inside: no lock.
+    """
+
+    def _setUp(self):
+        lock = threading.RLock()
+        original = enginefacade._TransactionContextManager._transaction_scope
+
+        @contextlib.contextmanager
+        def isolated(manager, context):
+            if manager._root is not api_db_api.context_manager._root:
+                with original(manager, context) as resource:
+                    yield resource
+                return
+            with lock:
+                with original(manager, context) as resource:
+                    yield resource
+
+        self.useFixture(fixtures.MockPatchObject(
+            enginefacade._TransactionContextManager, '_transaction_scope',
+            isolated))
 
 
 class RebuildRaceThroughTwoNodesTest(test_move_faults.MoveChecks,
@@ -57,6 +100,7 @@ class RebuildRaceThroughTwoNodesTest(test_move_faults.MoveChecks,
             0].writer.get_engine().url.render_as_string(
                 hide_password=False)}
         super().setUp()
+        self.useFixture(IsolatedApiTransactions())
         self._local = threading.local()
         self.useFixture(fixtures.MockPatch(
             'nova_cell0_rebuild.db.api.get_context_manager',
@@ -84,11 +128,33 @@ class RebuildRaceThroughTwoNodesTest(test_move_faults.MoveChecks,
         journal = objects.MoveJournal.get_by_instance_uuid(
             self.admin_context, server_id)
         self.fail('server %s not buried again after %s: (mapped, cell0 row, '
-                  'build request, cell1 row) %s, journal %s' % (
+                  'build request, cell1 row) %s, journal %s, rows %s' % (
                       server_id, answers, self._where(server_id),
-                      journal and {k: journal[k] for k in (
+                      journal and {k: getattr(journal, k) for k in (
                           'status', 'step', 'lease_token', 'attempts',
-                          'owner', 'last_error')}))
+                          'owner', 'last_error')},
+                      self._raw_rows(server_id)))
+
+    def _raw_rows(self, server_id):
+        """The BuildRequest row whatever the mapping says, and the cell0
+        row, deleted or not: what a lost server left behind.
+        """
+        try:
+            nova_objects.BuildRequest.get_by_instance_uuid(
+                self.admin_context, server_id)
+            build_request = True
+        except nova_exception.BuildRequestNotFound:
+            build_request = False
+        with nova_context.target_cell(self.admin_context,
+                                      self._cell0()) as cctxt:
+            cctxt.read_deleted = 'yes'
+            try:
+                row = nova_objects.Instance.get_by_uuid(cctxt, server_id)
+                cell0 = {'deleted': row.deleted, 'vm_state': row.vm_state,
+                         'task_state': row.task_state}
+            except nova_exception.InstanceNotFound:
+                cell0 = None
+        return {'build_request': build_request, 'cell0': cell0}
 
     def test_one_rebuild_wins_the_other_answers_409(self):
         # No room: the winner's server is buried again by the conductor,
