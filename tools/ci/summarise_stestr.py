@@ -17,6 +17,10 @@ from the repository root::
 
     .tox/py3/bin/python tools/ci/summarise_stestr.py --first 0
 
+``--also DIR`` adds every run of the stestr repository in DIR/.stestr (a
+job that ran beside the others keeps its own: two stestr runs at once in
+one repository would race for the run ids).
+
 Prints one line per run, then ``N passed, N failed, N skipped``. An
 expected failure counts as passed; a failure, an error, an unexpected
 success and a test that never finished (a crashed worker) count as failed;
@@ -35,21 +39,21 @@ import subunit
 import testtools
 
 
-def next_run(repository='.stestr'):
-    """The id the next stestr run in *repository* will get."""
+def next_run(repo_url='.'):
+    """The id the next stestr run in *repo_url*/.stestr will get."""
     try:
-        with open(os.path.join(repository, 'next-stream')) as stream:
+        with open(os.path.join(repo_url, '.stestr', 'next-stream')) as stream:
             return int(stream.read().strip())
     except FileNotFoundError:
         return 0
 
 
-def count(run_id):
+def count(run_id, repo_url='.'):
     """(passed, failed, skipped) of one stestr run."""
     stream = subprocess.run(
         [os.path.join(os.path.dirname(sys.executable), 'stestr'),
-         'history', 'show', str(run_id), '--subunit'],
-        capture_output=True, check=True).stdout
+         '--repo-url', repo_url, 'history', 'show', str(run_id),
+         '--subunit'], capture_output=True, check=True).stdout
     counts = collections.Counter()
     result = testtools.StreamToDict(
         lambda test: counts.update([test['status']]))
@@ -68,23 +72,29 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--first', type=int, default=0,
                         help='the first stestr run of this job')
+    parser.add_argument('--also', action='append', default=[],
+                        metavar='DIR', help='every run of DIR/.stestr too')
     args = parser.parse_args(argv)
     totals = [0, 0, 0]
-    last = next_run() - 1
-    if last < args.first:
+    runs = [('.', run_id) for run_id in range(args.first, next_run())]
+    for repo_url in args.also:
+        runs += [(repo_url, run_id) for run_id in range(next_run(repo_url))]
+    if not runs:
         print('no stestr run was recorded')
-    for run_id in range(args.first, last + 1):
+    for repo_url, run_id in runs:
+        name = 'stestr run %d%s' % (
+            run_id, '' if repo_url == '.' else ' of %s' % repo_url)
         try:
-            passed, failed, skipped = count(run_id)
+            passed, failed, skipped = count(run_id, repo_url)
         except (subprocess.CalledProcessError, OSError) as exc:
             passed, failed, skipped = 0, 0, 0
-            print('stestr run %d: could not be read: %s' % (run_id, exc))
+            print('%s: could not be read: %s' % (name, exc))
         if passed + failed + skipped == 0:
-            print('stestr run %d: holds no test' % run_id)
+            print('%s: holds no test' % name)
             failed = 1
         else:
-            print('stestr run %d: passed=%d failed=%d skipped=%d'
-                  % (run_id, passed, failed, skipped))
+            print('%s: passed=%d failed=%d skipped=%d'
+                  % (name, passed, failed, skipped))
         totals = [a + b for a, b in zip(totals, (passed, failed, skipped))]
     print('%d passed, %d failed, %d skipped' % tuple(totals))
     return 1 if totals[1] or not totals[0] else 0

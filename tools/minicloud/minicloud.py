@@ -237,17 +237,34 @@ class MiniCloud(object):
         version = self._output(pip + ['--version']).split()[1]
         return pip + ['--python', self._bin('python')], version
 
+    def _source_copy(self):
+        """This source tree, copied for the guide's ``pip wheel``.
+
+        pbr writes its egg-info into the tree it builds; CI's other tox
+        envs build the same tree meanwhile (their editable installs), so
+        the wheel is built from a copy: its files and git history, without
+        venvs and build output.
+        """
+        source = self._path('source')
+        shutil.rmtree(source, ignore_errors=True)
+        shutil.copytree(SOURCE_TREE, source, symlinks=True,
+                        ignore=shutil.ignore_patterns(
+                            '.tox', '.stestr', 'dist', 'build',
+                            '*.egg-info', '__pycache__'))
+        return source
+
     def _install_plugin(self):
         """Install the plugin as the guide says: build a wheel, install it."""
         guide = self._guide()
         dist = self._path('dist')
+        source = self._source_copy()
         pip, self.operator_pip_version = self._operator_pip()
         for command in guide.pip_commands():
             if command[1] == 'install' and 'dist/' not in command[-1]:
                 continue  # the guide's other way: from the source tree
             self.procs.run('plugin-install', pip + [
                 expanded for word in command[1:]
-                for expanded in _guide_words(word, dist)])
+                for expanded in _guide_words(word, dist, source)])
 
     def _paste_file(self):
         guide = self._guide()
@@ -485,9 +502,12 @@ class MiniCloud(object):
         print('minicloud: down; logs kept in %s' % self.procs.log_dir)
 
 
-def _guide_words(word, dist):
-    """One word of the guide's pip commands, as a shell here expands it."""
-    word = word.replace('/path/to/nova-cell0-rebuild', SOURCE_TREE)
+def _guide_words(word, dist, source):
+    """One word of the guide's pip commands, as a shell here expands it.
+
+    :param source: the source tree the guide's ``/path/to`` stands for.
+    """
+    word = word.replace('/path/to/nova-cell0-rebuild', source)
     if word.startswith('dist'):
         word = word.replace('dist', dist, 1)
     word = word.replace('$PWD/dist', dist)
