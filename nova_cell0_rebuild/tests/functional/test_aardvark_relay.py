@@ -280,8 +280,11 @@ class AardvarkRelayTest(base.Cell0RebuildTestCase):
         finally:
             transport.cleanup()
 
-    def _relay_to(self, version, notifications, scheduling_event):
-        """Run the relay for *version*; :returns: what Aardvark received."""
+    def _start_relay_and_aardvark(self, version, scheduling_event):
+        """Aardvark's listener and the relay for *version*, started.
+
+        :returns: (the listener, the relay); the caller stops the relay.
+        """
         topic = 'aardvark_' + version
         self.flags(aardvark_events=version, publish_topics=[topic],
                    group='cell0_rebuild_relay')
@@ -292,6 +295,12 @@ class AardvarkRelayTest(base.Cell0RebuildTestCase):
         relay = aardvark_relay.build_relay(
             CONF, context_factory=lambda: self.admin_context)
         relay.start()
+        return aardvark, relay
+
+    def _relay_to(self, version, notifications, scheduling_event):
+        """Run the relay for *version*; :returns: what Aardvark received."""
+        aardvark, relay = self._start_relay_and_aardvark(version,
+                                                         scheduling_event)
         try:
             self._as_nova(notifications)
             received = aardvark.events(2)
@@ -352,17 +361,9 @@ class AardvarkRelayTest(base.Cell0RebuildTestCase):
         # being announced. Aardvark must see it announced once.
         ordinary, _personality, notifications = self._bury()
         # Long enough for rabbitmqctl (an Erlang VM of its own, seconds).
-        self.flags(state_update_delay=15, aardvark_events='all_in_one',
-                   publish_topics=['aardvark_all_in_one'],
-                   group='cell0_rebuild_relay')
-        aardvark = AardvarkListener(self.exchange_conf, self.rabbit.url,
-                                    'aardvark_all_in_one',
-                                    'instance.schedule')
-        aardvark.start()
-        self.addCleanup(aardvark.stop)
-        relay = aardvark_relay.build_relay(
-            CONF, context_factory=lambda: self.admin_context)
-        relay.start()
+        self.flags(state_update_delay=15, group='cell0_rebuild_relay')
+        aardvark, relay = self._start_relay_and_aardvark('all_in_one',
+                                                         'instance.schedule')
         try:
             self._as_nova(notifications[-1:])
             first = aardvark.events(1)
