@@ -19,6 +19,7 @@ from nova.compute import vm_states
 from nova.conductor import api as conductor_api
 from nova import context as nova_context
 from nova.db.main import api as main_db_api
+from nova import exception as nova_exception
 from nova import objects as nova_objects
 from nova import policy as nova_policy
 from nova import test
@@ -120,6 +121,17 @@ class Cell0RebuildTestCase(quiet_output.CappedDetails,
         with nova_context.target_cell(self.admin_context, cell0) as cctxt:
             return nova_objects.Instance.get_by_uuid(
                 cctxt, server_id, expected_attrs=['system_metadata'])
+
+    def _build_request_row_exists(self, server_id):
+        """Whether the server has a BuildRequest row, whatever its mapping
+        says.
+        """
+        try:
+            nova_objects.BuildRequest.get_by_instance_uuid(
+                self.admin_context, server_id)
+        except nova_exception.BuildRequestNotFound:
+            return False
+        return True
 
     def _mapped_cell_uuid(self, server_id):
         mapping = nova_objects.InstanceMapping.get_by_instance_uuid(

@@ -74,7 +74,6 @@ from nova.api.validation import validators
 from nova.api import wsgi as nova_wsgi
 from nova import crypto
 from nova import exception as nova_exception
-from nova import objects as nova_objects
 from nova.tests import fixtures as nova_fixtures
 from oslo_config import cfg
 from oslo_serialization import jsonutils
@@ -577,12 +576,7 @@ class _FuzzTestCase(base.Cell0RebuildTestCase):
     def _state(self, server_id):
         """Everything a refused rebuild must leave as it was."""
         instance = self._cell0_instance(server_id)
-        try:
-            nova_objects.BuildRequest.get_by_instance_uuid(
-                self.admin_context, server_id)
-            build_request = True
-        except nova_exception.BuildRequestNotFound:
-            build_request = False
+        build_request = self._build_request_row_exists(server_id)
         with db_api.reader(self.admin_context) as session:
             records = sorted(
                 tuple(getattr(row, c.name) for c in row.__table__.columns)

@@ -139,12 +139,7 @@ class RebuildRaceThroughTwoNodesTest(test_move_faults.MoveChecks,
         """The BuildRequest row whatever the mapping says, and the cell0
         row, deleted or not: what a lost server left behind.
         """
-        try:
-            nova_objects.BuildRequest.get_by_instance_uuid(
-                self.admin_context, server_id)
-            build_request = True
-        except nova_exception.BuildRequestNotFound:
-            build_request = False
+        build_request = self._build_request_row_exists(server_id)
         with nova_context.target_cell(self.admin_context,
                                       self._cell0()) as cctxt:
             cctxt.read_deleted = 'yes'
