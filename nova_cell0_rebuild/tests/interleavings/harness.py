@@ -48,6 +48,7 @@ from nova_cell0_rebuild.tests.functional import base
 from nova_cell0_rebuild.tests.functional import test_move_faults
 from nova_cell0_rebuild.tests.interleavings import actors
 from nova_cell0_rebuild.tests.interleavings import invariants
+from nova_cell0_rebuild.tests.interleavings import reflect_once
 from nova_cell0_rebuild.tests.interleavings import step_points
 
 #: The second API app's host name in wsgi-intercept.
@@ -105,6 +106,7 @@ class World(test_move_faults.MoveChecks, base.Cell0RebuildTestCase):
         # Before the first boot: Nova's RPC dispatcher keeps the conductor
         # methods it found on first use.
         self.useFixture(step_points.StepPoints(self.engine.step))
+        self.useFixture(reflect_once.ReflectOnce())
         self.api_b, self.admin_api_b = self._second_api()
         self._start_compute('host1')
         self._set_capacity(False)
