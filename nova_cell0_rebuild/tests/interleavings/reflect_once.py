@@ -30,8 +30,11 @@ import sqlalchemy as sa
 
 
 class ReflectOnce(fixtures.Fixture):
-    """``sa.MetaData().reflect(bind=engine)`` in nova.db.main.api, cached
-    per engine for the fixture's lifetime."""
+    """Nova's archive module reflects each engine once while this lives.
+
+    ``sa.MetaData().reflect(bind=engine)`` in nova.db.main.api hands out
+    the first reflection of that engine.
+    """
 
     _MODULE = 'nova.db.main.api'
 
