@@ -33,6 +33,7 @@ from nova.virt import fake as fake_virt
 from oslo_config import cfg
 import oslo_messaging
 
+from nova_cell0_rebuild.demo import file_databases
 from nova_cell0_rebuild import fixture as plugin_fixture
 
 CONF = cfg.CONF
@@ -52,6 +53,9 @@ class InProcessNova(test.TestCase):
     """Nova's API (with the cell0_rebuild filter) and services, in-process.
 
     :param cell0_rebuild_conf: ``[cell0_rebuild]`` options for the plugin.
+    :param state: a :class:`.state.SandboxState` whose files hold the
+        databases (the API database with the plugin's tables, cell0,
+        cell1), or None for the harness's in-memory databases.
     """
 
     #: The only compute host.
@@ -63,9 +67,10 @@ class InProcessNova(test.TestCase):
     #: With allocation ratios of 1.0, two m1.tiny servers fill the compute.
     servers_to_fill = compute_driver.vcpus
 
-    def __init__(self, cell0_rebuild_conf=None):
+    def __init__(self, cell0_rebuild_conf=None, state=None):
         super().__init__('runTest')
         self._plugin_conf = dict(cell0_rebuild_conf or {})
+        self.state = state
 
     def runTest(self):
         """Never run: the cloud is driven by start() and stop()."""
@@ -80,6 +85,11 @@ class InProcessNova(test.TestCase):
             raise
 
     def setUp(self):
+        if self.state is not None:
+            # An override outlives the harness's ConfFixture, which only
+            # sets defaults (sqlite://) and resets CONF at the end.
+            CONF.set_override('connection', self.state.url('api'),
+                              group='api_database')
         super().setUp()
         self.useFixture(nova_fixtures.RealPolicyFixture())
         self.neutron = self.useFixture(nova_fixtures.NeutronFixture(self))
@@ -103,6 +113,12 @@ class InProcessNova(test.TestCase):
         self.start_service('scheduler')
         self.start_service('conductor')
         self._start_compute(self.compute_host)
+
+    def _setup_cells(self):
+        """The harness's cell0 and cell1, in files when there is a state."""
+        if self.state is None:
+            return super()._setup_cells()
+        file_databases.setup_cells(self, self.state)
 
     def _send_versioned_notifications(self):
         """Emit versioned notifications on the (fake) message bus.

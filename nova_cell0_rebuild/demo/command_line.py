@@ -20,6 +20,7 @@ import argparse
 import re
 
 from nova_cell0_rebuild.demo import loopback
+from nova_cell0_rebuild.demo import state
 from nova_cell0_rebuild import version
 
 PROG = 'nova-cell0-rebuild-demo'
@@ -68,8 +69,19 @@ how it runs:
   gets token reaper (roles service,admin in project service, the reaper
   path), user admin token admin, anyone else a member of sandbox.
 
+operator commands against --serve:
+  with --serve, Nova's databases are SQLite files (WAL mode) in the
+  --state-dir, and the demo writes a configuration file there, whose path
+  it prints. While it serves, nova-cell0-rebuild-manage --config-file FILE
+  (list, show, heal, purge, db version, db sync) and
+  nova-cell0-rebuild-status --config-file FILE upgrade check act on the
+  sandbox's servers. manage rebuild is refused (no service credentials,
+  nothing changes): the sandbox's conductor listens on a message bus inside
+  the demo's process, so rebuild through the API instead.
+
 exit status: 0 when every step went as expected, 1 when one did not,
-  2 for a usage error, a missing requirement or an address in use.
+  2 for a usage error, a missing requirement, an address in use or a
+  --state-dir that cannot be used.
 """
 
 
@@ -125,11 +137,23 @@ def build_parser():
         help='after the scenario, keep serving the compute API (with the '
              'filter) over HTTP on this loopback address until interrupted '
              '(default %s; port 0 picks a free one). Without it the API '
-             'listens on a free loopback port during the scenario only.'
+             'listens on a free loopback port during the scenario only. '
+             "With it, Nova's databases are SQLite files (see "
+             '--state-dir) and the banner names a configuration file for '
+             'nova-cell0-rebuild-manage and nova-cell0-rebuild-status.'
              % DEFAULT_SERVE)
     parser.add_argument(
         '--serve-seconds', metavar='N', type=_positive_seconds,
         help='with --serve, stop serving after N seconds.')
+    parser.add_argument(
+        '--state-dir', metavar='DIR',
+        help="with --serve, keep Nova's databases (API, with the plugin's "
+             "tables, cell0, cell1) in SQLite files in DIR, created if "
+             "missing, with a configuration file for "
+             "nova-cell0-rebuild-manage and -status, DIR/%s, all kept "
+             "when the demo stops. DIR must not hold another sandbox's "
+             "files. Default: a new temporary directory, removed when the "
+             "demo stops." % state.CONFIG_NAME)
     parser.add_argument(
         '--min-microversion', metavar='X.Y', type=_min_microversion,
         help="the plugin's [cell0_rebuild] min_microversion, which the "
@@ -154,6 +178,8 @@ def parse_args(argv):
     args = parser.parse_args(argv)
     if args.serve_seconds is not None and not args.serve:
         parser.error('--serve-seconds needs --serve')
+    if args.state_dir is not None and not args.serve:
+        parser.error('--state-dir needs --serve')
     return args
 
 

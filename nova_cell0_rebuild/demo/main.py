@@ -12,8 +12,9 @@
 
 """``nova-cell0-rebuild-demo``: pre-emptible servers on an in-process Nova.
 
-The command line is checked and the sandbox's port taken before Nova is
-imported: ``--help``, a usage error and a port in use answer at once, and
+The command line is checked, the sandbox's port taken and its state
+directory prepared before Nova is imported: ``--help``, a usage error, a
+port in use and a state directory that cannot be used answer at once, and
 patch nothing. Then eventlet patches the standard library, as Nova's
 services do, and :mod:`.run` (which imports Nova) takes over.
 """
@@ -26,6 +27,7 @@ import warnings
 from nova_cell0_rebuild.adapters import nova_release
 from nova_cell0_rebuild.demo import command_line
 from nova_cell0_rebuild.demo import loopback
+from nova_cell0_rebuild.demo import state
 
 
 def enter_eventlet_mode():
@@ -54,10 +56,23 @@ def main(argv=None):
         print('%s: cannot listen on %s:%d: %s'
               % (command_line.PROG, host, port, exc), file=sys.stderr)
         return 2
+    sandbox_state = None
+    if args.serve:
+        try:
+            sandbox_state = state.prepare(args.state_dir)
+        except state.StateDirectoryError as exc:
+            listening.close()
+            print('%s: --state-dir: %s' % (command_line.PROG, exc),
+                  file=sys.stderr)
+            return 2
     enter_eventlet_mode()
     # Only now: it imports Nova.
     from nova_cell0_rebuild.demo import run
-    return run.run(args, listening)
+    try:
+        return run.run(args, listening, sandbox_state)
+    finally:
+        if sandbox_state is not None and sandbox_state.temporary:
+            sandbox_state.remove()
 
 
 if __name__ == '__main__':

@@ -37,6 +37,7 @@ from nova_cell0_rebuild.demo import command_line
 from nova_cell0_rebuild.demo import reaper
 from nova_cell0_rebuild.demo import sandbox
 from nova_cell0_rebuild.demo import scenario
+from nova_cell0_rebuild.demo import state
 from nova_cell0_rebuild import exception
 
 CONF = cfg.CONF
@@ -96,13 +97,20 @@ def _interrupt(signum, frame):
     raise KeyboardInterrupt()
 
 
-def serve(server, seconds, image_id, timeline):
-    """Keep serving until interrupted or for *seconds*."""
+def serve(server, seconds, image_id, timeline, config_file):
+    """Keep serving until interrupted or for *seconds*.
+
+    :param config_file: the configuration file of the sandbox's databases,
+        for the operator commands.
+    """
     endpoint = server.endpoint
     microversion = microversion_settings.effective_min_microversion(CONF)
     print(SERVING % {'endpoint': endpoint, 'mv': microversion,
-                     'auth_url': server.auth_url, 'image': image_id},
+                     'auth_url': server.auth_url, 'image': image_id,
+                     'conf': config_file},
           flush=True)
+    timeline.say('sandbox', 'configuration for nova-cell0-rebuild-manage '
+                 'and -status: %s' % config_file)
     timeline.say('sandbox', 'serving: %s' % endpoint)
     deadline = None if seconds is None else time.monotonic() + seconds
     # A service manager stops it with SIGTERM: same clean stop as Ctrl-C.
@@ -140,6 +148,11 @@ admin the admin, anyone else a member of sandbox; headers still win.
       --os-compute-api-version 2.65 server list --all-projects
   (nova takes the same options.)
 Image of the demo's servers, for yours too: %(image)s
+The operator commands act on the sandbox's databases (SQLite files) with
+its configuration file, while it serves:
+  nova-cell0-rebuild-manage --config-file %(conf)s list
+  nova-cell0-rebuild-status --config-file %(conf)s upgrade check
+  (show, heal, purge, db version too; rebuild through the API.)
 Ctrl-C stops it.
 """
 
@@ -168,11 +181,13 @@ def check_min_microversion(value):
         command_line.usage_error('argument --min-microversion: %s' % exc)
 
 
-def run(args, listening):
+def run(args, listening, sandbox_state=None):
     """Start Nova, play the scenario, serve if asked, stop.
 
     :param args: the checked command line (:mod:`.command_line`).
     :param listening: the sandbox's socket, from :func:`.loopback.listen`.
+    :param sandbox_state: with ``--serve``, a :class:`.state.SandboxState`
+        whose files hold Nova's databases; None keeps them in memory.
     :returns: the exit status.
     """
     if cloud is None:
@@ -186,9 +201,13 @@ def run(args, listening):
     timeline = Timeline()
     timeline.say('cloud', 'starting Nova %s in this process, from its '
                  'functional-test fixtures' % nova_version.version_string())
-    nova = cloud.InProcessNova(
-        {'min_microversion': args.min_microversion}
-        if args.min_microversion else None)
+    plugin_options = ({'min_microversion': args.min_microversion}
+                      if args.min_microversion else {})
+    if sandbox_state is not None:
+        sandbox_state.create_databases()
+        timeline.say('cloud', "Nova's databases: SQLite files in %s"
+                     % sandbox_state.directory)
+    nova = cloud.InProcessNova(plugin_options, state=sandbox_state)
     nova.start()
     transport = oslo_messaging.get_notification_transport(CONF)
     steps = []
@@ -205,7 +224,10 @@ def run(args, listening):
         steps = play(nova, server.endpoint, transport, timeline)
         print_summary(steps)
         if args.serve:
-            serve(server, args.serve_seconds, nova.image_id, timeline)
+            config_file = state.write_config(
+                sandbox_state, CONF.wsgi.api_paste_config, plugin_options)
+            serve(server, args.serve_seconds, nova.image_id, timeline,
+                  config_file)
     except KeyboardInterrupt:
         timeline.say('demo', 'interrupted')
         steps = []

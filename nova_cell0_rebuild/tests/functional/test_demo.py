@@ -15,6 +15,7 @@
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -169,10 +170,15 @@ class DemoCommandLineTest(testtools.TestCase):
 
     def test_help_and_argument_errors_import_no_nova(self):
         # What --help and malformed arguments load, each in a fresh
-        # interpreter: no Nova, no eventlet, nothing patched.
+        # interpreter: no Nova, no eventlet, nothing patched. A state
+        # directory that holds another sandbox is refused before Nova too.
+        used = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, used)
+        open(os.path.join(used, 'api.sqlite'), 'w').close()
         for args in (['--help'], ['--version'], ['--min-microversion', '3.x'],
                      ['--min-microversion', '2.56'], ['--serve-seconds', '5'],
-                     ['--serve', '10.0.0.1:80']):
+                     ['--serve', '10.0.0.1:80'], ['--state-dir', used],
+                     ['--serve', '127.0.0.1:0', '--state-dir', used]):
             probe = subprocess.run(
                 [sys.executable, '-c', _IMPORTS_PROBE] + args,
                 capture_output=True, text=True, timeout=60,
@@ -223,11 +229,11 @@ class ServedDemo(object):
     at every request).
     """
 
-    def __init__(self, seconds=100, wait=120):
+    def __init__(self, seconds=100, wait=120, args=()):
         self._log = tempfile.TemporaryFile('w+')
         self.process = subprocess.Popen(
             DEMO + ['--serve', '127.0.0.1:0', '--serve-seconds',
-                    str(seconds)],
+                    str(seconds)] + list(args),
             stdout=self._log, stderr=subprocess.STDOUT, text=True,
             env=_environment())
         self.returncode = None

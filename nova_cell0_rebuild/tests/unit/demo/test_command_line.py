@@ -43,3 +43,11 @@ class CommandLineTest(testtools.TestCase):
                 SystemExit, command_line.parse_args,
                 ['--serve', '--serve-seconds', value])
             self.assertEqual(2, error.code, value)
+
+    def test_state_dir_needs_serve(self):
+        args = command_line.parse_args(['--serve', '--state-dir', '/tmp/x'])
+        self.assertEqual('/tmp/x', args.state_dir)
+        self.assertIsNone(command_line.parse_args(['--serve']).state_dir)
+        error = self.assertRaises(SystemExit, command_line.parse_args,
+                                  ['--state-dir', '/tmp/x'])
+        self.assertEqual(2, error.code)
