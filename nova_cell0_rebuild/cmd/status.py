@@ -24,7 +24,6 @@ import sys
 
 from oslo_config import cfg
 from oslo_db import exception as db_exc
-from oslo_messaging import opts as messaging_opts
 from oslo_upgradecheck import upgradecheck
 import sqlalchemy as sa
 
@@ -213,12 +212,19 @@ class UpgradeCommands(upgradecheck.UpgradeCommands):
 
     def _check_durable_queues(self):
         """Nova's RPC queues outlive a RabbitMQ restart."""
-        url = CONF.transport_url or ''
+        url = getattr(CONF, 'transport_url', None) or ''
         scheme = url.split(':', 1)[0]
         if url and scheme not in RABBIT_SCHEMES:
             return Result(Code.SUCCESS, _(
                 'Not RabbitMQ (%s): not checked.') % scheme)
-        rabbit = CONF.oslo_messaging_rabbit
+        try:
+            # Registered by oslo.messaging's rabbit driver, which Nova's
+            # configuration parsing loads (nova.rpc.init).
+            rabbit = CONF.oslo_messaging_rabbit
+        except cfg.NoSuchOptError:
+            return Result(Code.SUCCESS, _(
+                "oslo.messaging's rabbit driver is not loaded: not "
+                "checked."))
         if rabbit.rabbit_quorum_queue or rabbit.amqp_durable_queues:
             return Result(Code.SUCCESS, _(
                 "Nova's RPC queues are durable ([oslo_messaging_rabbit] "
@@ -247,20 +253,10 @@ class UpgradeCommands(upgradecheck.UpgradeCommands):
     )
 
 
-def _register_messaging_opts(conf):
-    """[DEFAULT] transport_url and [oslo_messaging_rabbit], read by the
-    durable queues check (Nova registers them when it makes a transport).
-    """
-    for group, opts in messaging_opts.list_opts():
-        if group in (None, 'oslo_messaging_rabbit'):
-            conf.register_opts(opts, group=group)
-
-
 def main(argv=None):
     """Parse Nova's configuration and run the requested command."""
     argv = sys.argv if argv is None else argv
     plugin_conf.register_opts(CONF)
-    _register_messaging_opts(CONF)
     upgradecheck.register_cli_options(CONF, UpgradeCommands())
     try:
         startup.parse_args(argv, PROG, {'upgrade'})
