@@ -32,7 +32,6 @@ transient configuration.
 
 import queue
 
-import fixtures
 from oslo_config import cfg
 from oslo_config import fixture as config_fixture
 import oslo_messaging

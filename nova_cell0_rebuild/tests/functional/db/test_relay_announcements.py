@@ -50,7 +50,6 @@ class _Ledger(object):
             self.context, INSTANCE, message_id, owner, LEASE)
 
 
-
 class _AnnouncementTest(_Ledger):
 
     def _race(self, message_id='m1'):
