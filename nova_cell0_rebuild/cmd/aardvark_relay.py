@@ -45,6 +45,7 @@ from nova_cell0_rebuild import exception
 from nova_cell0_rebuild import gates as gates_loader
 from nova_cell0_rebuild import objects
 from nova_cell0_rebuild.relay import burials
+from nova_cell0_rebuild.relay import ledger as relay_ledger
 from nova_cell0_rebuild.relay import listener
 
 CONF = cfg.CONF
@@ -87,6 +88,7 @@ def build_relay(conf, context_factory=None):
         version = options.aardvark_events
         topics = options.publish_topics
         delay = options.state_update_delay
+        lease = options.announce_lease_seconds
     except (cfg.ConfigFileValueError, cfg.ConfigSourceValueError) as exc:
         raise _Unusable(startup.one_line(exc))
     if version is None:
@@ -114,9 +116,12 @@ def build_relay(conf, context_factory=None):
 
     announcer = listener.Announcer(
         listener.notifier(publish, topics, conf.host), version, delay)
+    ledger = relay_ledger.Ledger(context_factory, lease,
+                                 relay_ledger.relay_owner(conf.host))
     return listener.Relay(transport,
                           nova_notifications.versioned_topics(conf),
-                          listener.BurialEndpoint(judge, announcer),
+                          listener.BurialEndpoint(judge, announcer,
+                                                  ledger=ledger),
                           options.listener_pool,
                           transports={transport, publish})
 

@@ -37,6 +37,8 @@ DELETED_KINDS = (
     ('server_histories', 'server history rows',
      '  server history of %s (written back, or kept with the deleted '
      'server in cell0)'),
+    ('relay_announcements', 'relay announcements',
+     '  relay announcement of %s (server, message id)'),
 )
 
 

@@ -47,6 +47,9 @@ PROG = 'nova-cell0-rebuild-status'
 Code = upgradecheck.Code
 Result = upgradecheck.Result
 
+#: Transport URL schemes of RabbitMQ (oslo.messaging's rabbit driver).
+RABBIT_SCHEMES = ('rabbit', 'kombu')
+
 _DB_ERRORS = (db_exc.DBError, db_exc.CantStartEngineError,
               sa.exc.SQLAlchemyError)
 
@@ -207,12 +210,46 @@ class UpgradeCommands(upgradecheck.UpgradeCommands):
             'They can be rebuilt from cell0 with the networks Neutron '
             'allocates by default.'))
 
+    def _check_durable_queues(self):
+        """Nova's RPC queues outlive a RabbitMQ restart."""
+        url = getattr(CONF, 'transport_url', None) or ''
+        scheme = url.split(':', 1)[0]
+        if url and scheme not in RABBIT_SCHEMES:
+            return Result(Code.SUCCESS, _(
+                'Not RabbitMQ (%s): not checked.') % scheme)
+        try:
+            # Registered by oslo.messaging's rabbit driver, which Nova's
+            # configuration parsing loads (nova.rpc.init).
+            rabbit = CONF.oslo_messaging_rabbit
+        except cfg.NoSuchOptError:
+            return Result(Code.SUCCESS, _(
+                "oslo.messaging's rabbit driver is not loaded: not "
+                "checked."))
+        if rabbit.rabbit_quorum_queue or rabbit.amqp_durable_queues:
+            return Result(Code.SUCCESS, _(
+                "Nova's RPC queues are durable ([oslo_messaging_rabbit] "
+                "%s = true): a rebuild's cast waiting for nova-conductor "
+                "outlives a RabbitMQ restart.") % (
+                    'rabbit_quorum_queue' if rabbit.rabbit_quorum_queue
+                    else 'amqp_durable_queues'))
+        return Result(Code.WARNING, _(
+            "Nova's RPC queues are transient ([oslo_messaging_rabbit] "
+            "rabbit_quorum_queue and amqp_durable_queues are false): when "
+            "RabbitMQ restarts, a rebuild from cell0 cast to nova-conductor "
+            "but not yet taken is lost, as is a create, and the server "
+            "stays in BUILD until it is deleted (heal leaves a move alone "
+            "once cast). Set [oslo_messaging_rabbit] rabbit_quorum_queue = "
+            "true for every Nova service (RabbitMQ refuses to redeclare an "
+            "existing queue with another type: delete Nova's queues while "
+            "its services are stopped)."))
+
     _upgrade_checks = (
         (_('API pipeline'), _check_pipeline),
         (_('Database'), _check_database),
         (_('Minimum microversion'), _check_min_microversion),
         (_('Gates'), _check_gates),
         (_('Servers in cell0 without a create record'), _check_unrecorded),
+        (_('Durable RPC queues'), _check_durable_queues),
     )
 
 

@@ -112,6 +112,23 @@ waiting; if it finds nothing, master resets the server to error and
 all_in_one drops it. Raise it if Aardvark logs that it could not find the
 scheduling info of a server.
 """),
+    cfg.IntOpt(
+        'announce_lease_seconds',
+        default=120,
+        min=5,
+        help="""
+Seconds a relay holds a burial it announces before another relay of the
+pool (or this one, restarted) may announce it again.
+
+Before announcing, the relay records the burial (the server and the
+message id of Nova's notification) in the plugin's database, so that a
+notification delivered again, to any relay, is not announced twice once
+announced. A relay that dies while it announces leaves the record held:
+the notification, delivered again, waits until this lease ran out, then is
+announced by the relay that has it. Keep it well above
+``state_update_delay``; a lease shorter than an announcement takes lets a
+second relay announce a burial the first is still announcing.
+"""),
 ]
 
 

@@ -136,3 +136,36 @@ class ServerHistory(BASE):
     request_id = sa.Column(sa.String(255), nullable=True)
     project_id = sa.Column(sa.String(255), nullable=False)
     history = sa.Column(MediumText, nullable=False)
+
+
+class RelayAnnouncement(BASE):
+    """A burial the Aardvark relay announces, or announced, once.
+
+    One row per burial: the server and the message id of Nova's
+    notification, which a redelivery keeps and a new burial does not.
+    Written by compare-and-swap before the relay announces, so that of
+    the relays of a pool, and a relay restarted, one announces: ``state``
+    is ``announcing`` while ``owner`` holds the lease until
+    ``lease_expires_at``, then ``announced``. A lease that expired (its
+    relay died mid-announcement) is taken over by the next delivery.
+    """
+
+    __tablename__ = TABLE_PREFIX + 'relay_announcements'
+    __table_args__ = (
+        sa.UniqueConstraint(
+            'instance_uuid', 'message_id',
+            name='uniq_cell0_rebuild_relay_announcements0burial'),
+        sa.Index('cell0_rebuild_relay_announcements_updated_at_idx',
+                 'updated_at'),
+        {'mysql_engine': 'InnoDB', 'mysql_charset': 'utf8mb4'},
+    )
+
+    id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
+    instance_uuid = sa.Column(sa.String(36), nullable=False)
+    message_id = sa.Column(sa.String(255), nullable=False)
+    state = sa.Column(sa.String(16), nullable=False)
+    owner = sa.Column(sa.String(255), nullable=False)
+    lease_token = sa.Column(sa.Integer, nullable=False, default=1,
+                            server_default='1')
+    lease_expires_at = sa.Column(sa.DateTime, nullable=False)
+    announced_at = sa.Column(sa.DateTime, nullable=True)

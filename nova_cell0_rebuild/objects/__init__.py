@@ -21,4 +21,5 @@ def register_all():
     # Importing a module registers the objects it defines.
     __import__('nova_cell0_rebuild.objects.create_record')
     __import__('nova_cell0_rebuild.objects.move_journal')
+    __import__('nova_cell0_rebuild.objects.relay_announcement')
     __import__('nova_cell0_rebuild.objects.server_history')

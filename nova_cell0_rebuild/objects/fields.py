@@ -89,3 +89,21 @@ class MoveStep(fields.Enum):
 
 class MoveStepField(fields.BaseEnumField):
     AUTO_TYPE = MoveStep()
+
+
+class AnnouncementState(fields.Enum):
+    """Where the relay's announcement of a burial is."""
+
+    #: A relay holds the lease and announces it.
+    ANNOUNCING = 'announcing'
+    #: Every event of the announcement was published.
+    ANNOUNCED = 'announced'
+
+    ALL = (ANNOUNCING, ANNOUNCED)
+
+    def __init__(self):
+        super().__init__(valid_values=AnnouncementState.ALL)
+
+
+class AnnouncementStateField(fields.BaseEnumField):
+    AUTO_TYPE = AnnouncementState()

@@ -17,6 +17,9 @@ rebuilt from cell0: while it waits in cell0 or in a BuildRequest. Nothing
 deletes a record when its server lands in a real cell (no request waits for
 that), so purge does, run periodically (a daily cron is enough). A move
 journal is needed while its server exists and the move is in progress.
+A relay announcement is needed while Nova's notification of the burial
+may still be delivered again (seconds to minutes): one announced, or
+whose relay's lease ran out, goes once it is an hour old.
 
 Every delete is conditional on the row being as purge read it, so that a
 row a concurrent request changed (completed, restarted, removed) is left
@@ -45,6 +48,11 @@ _PAGE = 200
 #: never ran (nova-api stopped, or its UPDATE failed): Nova answers creates
 #: in seconds.
 PENDING_GRACE = datetime.timedelta(hours=1)
+
+#: A relay announcement younger than this is kept whatever --before says:
+#: RabbitMQ may still deliver its notification again, and without the row
+#: the burial would be announced twice.
+ANNOUNCEMENT_GRACE = datetime.timedelta(hours=1)
 
 #: Keep, accept (a pending record of a server in cell0), delete.
 KEEP, ACCEPT, DELETE = 'keep', 'accept', 'delete'
@@ -176,6 +184,37 @@ def purge_journals(context, before, dry_run=False):
         marker = rows[-1].id
 
 
+def purge_announcements(context, before, dry_run=False):
+    """Purge the relay's announcements: '<instance uuid> <message id>'s.
+
+    Only announced ones, or ones whose relay's lease ran out, last
+    changed before *before* and at least ANNOUNCEMENT_GRACE ago; the
+    delete compares the lease token and state purge read.
+    """
+    now = timeutils.utcnow()
+    cutoff = min(before, now - ANNOUNCEMENT_GRACE)
+    model = models.RelayAnnouncement
+    deleted = []
+    marker = 0
+    while True:
+        with db_api.reader(context) as session:
+            rows = session.query(model).filter(
+                model.id > marker, model.updated_at < cutoff).order_by(
+                    model.id).limit(_PAGE).all()
+        if not rows:
+            return deleted
+        for row in rows:
+            if (row.state == fields.AnnouncementState.ANNOUNCING and
+                    row.lease_expires_at > now):
+                continue  # a relay announces it right now
+            if dry_run or _delete_unchanged(
+                    context, model, row.id,
+                    {'state': row.state, 'lease_token': row.lease_token}):
+                deleted.append('%s %s' % (row.instance_uuid,
+                                          row.message_id))
+        marker = rows[-1].id
+
+
 def purge(context, before=None, dry_run=False):
     """Delete (or with *dry_run* only list) what is no longer needed.
 
@@ -183,6 +222,8 @@ def purge(context, before=None, dry_run=False):
         of every kind: create records, move journals, stashed histories.
     :returns: {'create_records': [...], 'move_journal': [...],
         'server_histories': [...]} of the rows deleted (or that would be),
+        'relay_announcements': [...] of the Aardvark relay's announcements
+        ("<instance uuid> <message id>"),
         by request id and instance uuid (a stashed history is deleted only
         once written back into its server's cell),
         'accepted_create_records': pending records completed (or that
@@ -196,6 +237,7 @@ def purge(context, before=None, dry_run=False):
         before = timeutils.utcnow()
     records, accepted = purge_records(admin, before, dry_run=dry_run)
     journals = purge_journals(admin, before, dry_run=dry_run)
+    announcements = purge_announcements(admin, before, dry_run=dry_run)
     # Never dropped unwritten: archive moves what is written back with
     # the server, into the shadow tables.
     histories, unmapped = server_history.write_back_or_keep(
@@ -205,6 +247,7 @@ def purge(context, before=None, dry_run=False):
                     'server has no mapping any more (archived before its '
                     'history was written back)', uuid)
     return {'create_records': records, 'move_journal': journals,
+            'relay_announcements': announcements,
             'accepted_create_records': accepted,
             'server_histories': histories,
             'unmapped_server_histories': unmapped}

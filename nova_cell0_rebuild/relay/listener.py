@@ -24,8 +24,12 @@ closes that connection while the burial is announced (a broker restart, a
 failover), it delivers the notification again as soon as the listener is
 back, often before the first announcement is finished; the relay keeps the
 message ids it announced, so that Aardvark, which deletes pre-emptible
-servers for each announcement, is told once. A relay that dies between
-announcing and acknowledging announces again when it restarts.
+servers for each announcement, is told once. Across relays of a pool and
+restarts, a ledger in the plugin's database (relay/ledger.py) is claimed
+before announcing: a notification delivered again to another relay, or to
+a restarted one, once announced, is not announced again; one that a relay
+holds is asked for again until that relay settles it or its lease runs
+out.
 """
 
 import collections
@@ -85,9 +89,11 @@ class BurialEndpoint(object):
     filter_rule = oslo_messaging.NotificationFilter(
         event_type=r'^%s$' % burials.EVENT_TYPE.replace('.', r'\.'))
 
-    def __init__(self, judge, announce, requeue_pause=REQUEUE_PAUSE):
+    def __init__(self, judge, announce, requeue_pause=REQUEUE_PAUSE,
+                 ledger=None):
         self._judge = judge
         self._announce = announce
+        self._ledger = ledger
         self._requeue_pause = requeue_pause
         self._announced = collections.OrderedDict()
         self._lock = threading.Lock()
@@ -108,6 +114,57 @@ class BurialEndpoint(object):
                 self._announced.popitem(last=False)
             return True
 
+    def _forget(self, message_id):
+        """Not announced after all: a delivery again must be judged."""
+        with self._lock:
+            self._announced.pop(message_id, None)
+
+    def _requeue(self):
+        time.sleep(self._requeue_pause)
+        return oslo_messaging.NotificationResult.REQUEUE
+
+    def _claim(self, uuid, message_id):
+        """Claim the burial in the ledger: (go on?, result if not, claim).
+        """
+        if self._ledger is None or message_id is None:
+            return True, None, None
+        try:
+            outcome, claim = self._ledger.claim(uuid, message_id)
+        except TRANSIENT_ERRORS as exc:
+            self._forget(message_id)
+            LOG.warning('Burial of server %s in cell0 not claimed, the '
+                        'notification is asked for again: %s', uuid, exc)
+            return False, self._requeue(), None
+        if outcome == self._ledger.ANNOUNCED:
+            LOG.info('Burial of server %s in cell0 announced already (by '
+                     'this relay or another): not announced twice', uuid)
+            return False, oslo_messaging.NotificationResult.HANDLED, None
+        if outcome == self._ledger.HELD:
+            self._forget(message_id)
+            LOG.info('Burial of server %s in cell0 is being announced by '
+                     'another relay: asked for again until it is announced '
+                     'or its lease runs out', uuid)
+            return False, self._requeue(), None
+        if outcome == self._ledger.TAKEN_OVER:
+            LOG.warning('Burial of server %s in cell0: the relay announcing '
+                        'it stopped (its lease ran out); announced again',
+                        uuid)
+        return True, None, claim
+
+    def _settle(self, uuid, claim):
+        if claim is None:
+            return
+        try:
+            if not self._ledger.announced(claim):
+                LOG.warning('Burial of server %s in cell0 announced after '
+                            'this relay\'s lease ran out: another relay may '
+                            'announce it too', uuid)
+        except Exception:
+            # Acknowledged anyway: asked for again, it would be announced
+            # again once the lease runs out.
+            LOG.exception('Burial of server %s in cell0 announced, but not '
+                          'recorded as announced', uuid)
+
     def error(self, ctxt, publisher_id, event_type, payload, metadata):
         uuid = '(unknown)'
         try:
@@ -121,20 +178,24 @@ class BurialEndpoint(object):
         except TRANSIENT_ERRORS as exc:
             LOG.warning('Burial of server %s in cell0 not judged, the '
                         'notification is asked for again: %s', uuid, exc)
-            time.sleep(self._requeue_pause)
-            return oslo_messaging.NotificationResult.REQUEUE
+            return self._requeue()
         except Exception:
             # Asking again for a notification that fails each time would
             # loop for ever: it is dropped, and said so.
             LOG.exception('Burial of server %s in cell0 not announced to '
                           'Aardvark: judging it failed', uuid)
             return oslo_messaging.NotificationResult.HANDLED
-        if not self._first_delivery((metadata or {}).get('message_id')):
+        message_id = (metadata or {}).get('message_id')
+        if not self._first_delivery(message_id):
             LOG.info('Burial of server %s in cell0 delivered again while '
                      'it was announced, or after: not announced twice',
                      uuid)
             return oslo_messaging.NotificationResult.HANDLED
+        go_on, result, claim = self._claim(uuid, message_id)
+        if not go_on:
+            return result
         self._announce(burial)
+        self._settle(uuid, claim)
         LOG.info('Burial of server %s in cell0 announced to Aardvark '
                  '(request spec %s)', uuid, burial.request_spec_id)
         return oslo_messaging.NotificationResult.HANDLED

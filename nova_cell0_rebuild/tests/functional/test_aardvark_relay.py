@@ -383,6 +383,55 @@ class AardvarkRelayTest(base.Cell0RebuildTestCase):
                       'it was announced' % ordinary,
                       self.stdlog.logger.output)
 
+    def test_rabbitmq_restarted_while_announcing(self):
+        # The node itself is stopped and started again (not only its
+        # connections closed) between the announcement's two events, on
+        # quorum queues as production runs them: the burial, not yet
+        # acknowledged, outlives the restart in the relay's queue and is
+        # delivered again once the relay is back; the update the relay
+        # still holds is sent once the node is up. Aardvark must see the
+        # burial announced once, whole.
+        self.exchange_conf = _conf_file(
+            self.tmp, 'quorum.conf', '[DEFAULT]\ncontrol_exchange = nova\n'
+            '[oslo_messaging_rabbit]\nrabbit_quorum_queue = true\n')
+        # A rabbit transport registers [oslo_messaging_rabbit] (Nova's
+        # services here run on the fake driver).
+        oslo_messaging.get_notification_transport(
+            CONF, url=self.rabbit.url).cleanup()
+        self.flags(rabbit_quorum_queue=True, group='oslo_messaging_rabbit')
+        ordinary, _personality, notifications = self._bury()
+        # Long enough for the node to stop (an Erlang VM, seconds).
+        self.flags(state_update_delay=10, group='cell0_rebuild_relay')
+        aardvark, relay = self._start_relay_and_aardvark('all_in_one',
+                                                         'instance.schedule')
+        try:
+            self._as_nova(notifications[-1:])
+            first = aardvark.events(1)
+            self.assertEqual([('error', 'instance.schedule')],
+                             [event[:2] for event in first])
+            self.rabbit.node.stop()
+            self.assertTrue(aardvark.received.empty(),
+                            'the node stopped too late')
+            self.rabbit.node.start(timeout=90)
+            received = aardvark.events(1, timeout=40)
+            # Whatever a second announcement would send comes meanwhile:
+            # the redelivery is seconds after the listeners reconnect.
+            received += aardvark.events(2, timeout=5)
+        finally:
+            relay.stop()
+        self.assertEqual([('info', 'instance.update')],
+                         [event[:2] for event in received])
+        self.assertEqual(ordinary, received[0][2]['nova_object.data']['uuid'])
+        log = self.stdlog.logger.output
+        self.assertEqual(1, log.count('Burial of server %s in cell0 '
+                                      'announced to Aardvark' % ordinary))
+        # The node did deliver again what was not acknowledged; here the
+        # listener's own cache of message ids (oslo.messaging's
+        # amqpdriver) dropped it before the relay's endpoint saw it, as it
+        # drops the redelivered scheduling event on Aardvark's side.
+        self.assertIn('Failed to acknowledge received message', log)
+        self.assertIn('Found duplicate message', log)
+
     def test_no_valid_host_received_over_rpc(self):
         # What a cloud's conductor sends: the scheduler's NoValidHost came
         # over RabbitMQ, and the payload names the class oslo.messaging

@@ -145,27 +145,31 @@ class ManageTest(test_move_faults.MoveChecks, base.Cell0RebuildTestCase):
         # --before holds back every kind alike.
         for dry_run in (True, False):
             code, out = self._manage('purge', dry_run=dry_run, before='1h')
-            self.assertEqual('%s 0 create records, 0 move journal rows and '
-                             '0 server history rows.\n'
+            self.assertEqual('%s 0 create records, 0 move journal rows, 0 '
+                             'server history rows and 0 relay '
+                             'announcements.\n'
                              % ('Would delete' if dry_run else 'Deleted'),
                              out)
         self.assertIsNotNone(objects.ServerHistory.get_by_instance_uuid(
             self.admin_context, server['id']))
         code, out = self._manage('purge', dry_run=True)
         self.assertEqual(['Would delete 1 create records, 1 move journal '
-                          'rows and 1 server history rows.'] + listed,
+                          'rows, 1 server history rows and 0 relay '
+                          'announcements.'] + listed,
                          out.splitlines())
         self.assertIsNotNone(objects.ServerHistory.get_by_instance_uuid(
             self.admin_context, server['id']))
         code, out = self._manage('purge')
-        self.assertEqual(['Deleted 1 create records, 1 move journal rows '
-                          'and 1 server history rows.'] + listed,
+        self.assertEqual(['Deleted 1 create records, 1 move journal rows, '
+                          '1 server history rows and 0 relay '
+                          'announcements.'] + listed,
                          out.splitlines())
         self.assertIsNone(objects.ServerHistory.get_by_instance_uuid(
             self.admin_context, server['id']))
         code, out = self._manage('purge')
-        self.assertEqual('Deleted 0 create records, 0 move journal rows and '
-                         '0 server history rows.\n', out)
+        self.assertEqual('Deleted 0 create records, 0 move journal rows, 0 '
+                         'server history rows and 0 relay announcements.\n',
+                         out)
 
     def _request_id_of(self, server_id):
         with db_api.reader(self.admin_context) as session:

@@ -26,6 +26,7 @@ import sys
 import fixtures
 from nova.db.api import models as api_models
 from nova.db.main import models as main_models
+import oslo_messaging
 from oslo_upgradecheck import upgradecheck
 import sqlalchemy as sa
 
@@ -172,6 +173,47 @@ class ConfigurationChecksTest(base.TestCase):
         self.assertNotRegex(result.details, r'[?.!]\.')
 
 
+class DurableQueuesCheckTest(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        # What Nova's configuration parsing does (nova.rpc.init): a
+        # transport, which registers [oslo_messaging_rabbit].
+        oslo_messaging.get_rpc_transport(self.conf,
+                                         url='rabbit://rabbit1/').cleanup()
+
+    def _check(self, transport_url=None, **rabbit):
+        self.conf.set_override('transport_url', transport_url)
+        for name, value in rabbit.items():
+            self.conf.set_override(name, value,
+                                   group='oslo_messaging_rabbit')
+        return status.UpgradeCommands()._check_durable_queues()
+
+    def test_transient_queues_warn(self):
+        # oslo.messaging's defaults: a cast RabbitMQ holds when it
+        # restarts is lost (tests/functional/test_cast_across_restart.py).
+        for url in (None, 'rabbit://nova:secret@rabbit1:5672/'):
+            result = self._check(url)
+            self.assertEqual(Code.WARNING, result.code, url)
+            self.assertIn('rabbit_quorum_queue = true', result.details)
+            self.assertIn('stays in BUILD', result.details)
+
+    def test_quorum_queues_succeed(self):
+        result = self._check('rabbit://rabbit1/', rabbit_quorum_queue=True)
+        self.assertEqual(Code.SUCCESS, result.code)
+        self.assertIn('rabbit_quorum_queue = true', result.details)
+
+    def test_durable_classic_queues_succeed(self):
+        result = self._check('rabbit://rabbit1/', amqp_durable_queues=True)
+        self.assertEqual(Code.SUCCESS, result.code)
+        self.assertIn('amqp_durable_queues = true', result.details)
+
+    def test_not_rabbitmq_is_not_checked(self):
+        result = self._check('kafka://broker1:9092/')
+        self.assertEqual(Code.SUCCESS, result.code)
+        self.assertIn('Not RabbitMQ (kafka)', result.details)
+
+
 def _nova_databases(tmp):
     """An API database with cell0 mapped, and an empty cell0 database."""
     cell0_url = 'sqlite:///%s' % os.path.join(tmp, 'cell0.db')
@@ -199,6 +241,9 @@ class StatusCommandTest(base.TestCase):
         with open(self.config, 'w') as conf:
             conf.write('[api_database]\nconnection = %s\n'
                        '[database]\nconnection = %s\n'
+                       '[oslo_messaging_rabbit]\n'
+                       'rabbit_quorum_queue = true\n'
+                       # Last: tests append [cell0_rebuild] options.
                        '[cell0_rebuild]\nconnection = %s\n'
                        % (api_url, cell0_url, self.plugin_url))
         # Found as nova-api finds it: beside nova.conf, by its default name.
@@ -225,7 +270,7 @@ class StatusCommandTest(base.TestCase):
         migration.db_sync(sa.create_engine(self.plugin_url))
         code, results, err = self._check()
         self.assertEqual(0, code, err)
-        self.assertEqual(5, len(results))
+        self.assertEqual(6, len(results))
         self.assertEqual({Code.SUCCESS}, set(results.values()), results)
 
     def test_malformed_min_microversion_is_one_line(self):
@@ -256,7 +301,7 @@ class StatusCommandTest(base.TestCase):
         code, out, err = self._status('--config-file', self.config,
                                       'upgrade', 'check')
         self.assertEqual(0, code, err)
-        self.assertEqual(5, out.count('Result: Success'), out)
+        self.assertEqual(6, out.count('Result: Success'), out)
 
     def test_missing_configuration_file(self):
         code, out, err = self._status(

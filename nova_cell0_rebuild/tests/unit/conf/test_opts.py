@@ -72,7 +72,7 @@ class TestOptions(base.BaseTestCase):
         self.assertTrue(group.help.strip())
         self.assertEqual(
             {'aardvark_events', 'publish_topics', 'publish_transport_url',
-             'listener_pool', 'state_update_delay'},
+             'listener_pool', 'state_update_delay', 'announce_lease_seconds'},
             {opt.name for opt in options})
         self.assertTrue(all(opt.help.strip() for opt in options))
 
