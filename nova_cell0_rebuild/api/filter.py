@@ -19,6 +19,7 @@ environment. Requests it does not handle pass to Nova untouched.
 import re
 
 from oslo_config import cfg
+from oslo_db import exception as db_exc
 from oslo_log import log as logging
 import webob.dec
 import webob.exc
@@ -32,6 +33,7 @@ from nova_cell0_rebuild.api import create_capture
 from nova_cell0_rebuild.api import microversion_hint
 from nova_cell0_rebuild.api import microversion_settings
 from nova_cell0_rebuild.api import rebuild as rebuild_flow
+from nova_cell0_rebuild.api import rebuild_refusals
 from nova_cell0_rebuild.api import server_delete
 from nova_cell0_rebuild import conf as plugin_conf
 from nova_cell0_rebuild import exception
@@ -118,6 +120,19 @@ class Cell0RebuildFilter(object):
         body = rebuild_flow.rebuild_body(action)
         version = nova_api.requested_version(
             req, legacy_v2=self._is_legacy_v2(req))
+        try:
+            return self._action_of_ours(req, server_id, action, body,
+                                        version)
+        except (db_exc.DBConnectionError, db_exc.DBDeadlock) as error:
+            # The filter's own reads (the server's mapping, its move)
+            # before the rebuild proper: a Galera writer failing over
+            # would otherwise reach Nova's faultwrap as a 500.
+            refusal = rebuild_refusals.database_refusal(server_id, error)
+            return nova_api.fault(req, webob.exc.status_map[refusal.status](
+                explanation=str(refusal)), version)
+
+    def _action_of_ours(self, req, server_id, action, body, version):
+        """The action, refused, handled by the plugin, or Nova's."""
         try:
             if body is None:
                 build_request_actions.refuse_while_moving(

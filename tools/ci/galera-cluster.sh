@@ -18,14 +18,22 @@
 #   galera-cluster.sh clean       # down + remove the base directory
 #   galera-cluster.sh urls        # the node URLs, comma-separated, as
 #                                 # NOVA_CELL0_REBUILD_GALERA wants them
+#   galera-cluster.sh haproxy-url # host:port of HAProxy's frontend
 #
 # Environment: GALERA_BASE (default /tmp/galera/cluster) holds a data
 # directory, socket, config, log and pid file per node; nothing outside it
 # is touched and no other MariaDB is stopped (only PIDs from our pid files).
 # Ports: SQL 13306/13307/13308, group communication 14567/14577/14587,
 # IST 14568/14578/14588, rsync SST 14569/14579/14589, HAProxy 13300
-# (stats on 13399). The SQL user openstack_citest/openstack_citest (all
-# privileges) and database openstack_citest are created, as oslo.db's
+# (stats on 13399), each node's clustercheck 13391/13392/13393.
+# GALERA_PORT_OFFSET (default 0) is added to every one of them, for a
+# second cluster beside the first (the Galera cloud job's, with its own
+# GALERA_BASE, while tox -e galera uses the first).
+# HAProxy checks each node with a clustercheck (galera-clustercheck.py:
+# HTTP 200 only when the node is Synced and ready), as operators run it;
+# GALERA_CHECK=mysql-check uses HAProxy's own check instead, which keeps
+# a node that lost its quorum UP.
+# The SQL user openstack_citest/openstack_citest (all privileges) and database openstack_citest are created, as oslo.db's
 # opportunistic tests expect them. The nodes run as the mysql user, so
 # every directory above GALERA_BASE must be searchable by it (mode 755).
 # Takes ~12 s to come up on two cores.
@@ -35,8 +43,13 @@ BASE=${GALERA_BASE:-/tmp/nova-cell0-rebuild-galera/cluster}
 case $BASE in /*/*) ;; *) echo "GALERA_BASE must be a directory two levels deep or more" >&2; exit 2 ;; esac
 PROVIDER=${GALERA_PROVIDER:-/usr/lib/galera/libgalera_smm.so}
 NODES=(1 2 3)
-sql_port() { echo $((13305 + $1)); }
-gcomm_port() { echo $((14557 + 10 * $1)); }
+OFFSET=${GALERA_PORT_OFFSET:-0}
+case $OFFSET in *[!0-9]*|'') echo "GALERA_PORT_OFFSET must be a number" >&2; exit 2 ;; esac
+sql_port() { echo $((13305 + OFFSET + $1)); }
+gcomm_port() { echo $((14557 + OFFSET + 10 * $1)); }
+check_port() { echo $((13390 + OFFSET + $1)); }
+HAPROXY_PORT=$((13300 + OFFSET))
+STATS_PORT=$((13399 + OFFSET))
 ADDRS="127.0.0.1:$(gcomm_port 1),127.0.0.1:$(gcomm_port 2),127.0.0.1:$(gcomm_port 3)"
 
 write_cnf() {
@@ -67,7 +80,7 @@ binlog_format=ROW
 innodb_autoinc_lock_mode=2
 wsrep_on=ON
 wsrep_provider=$PROVIDER
-wsrep_cluster_name=cell0_rebuild_galera
+wsrep_cluster_name=cell0_rebuild_galera_$OFFSET
 wsrep_cluster_address=gcomm://$ADDRS
 wsrep_node_name=n$n
 wsrep_node_address=127.0.0.1:$g
@@ -148,6 +161,43 @@ status() {
     done
 }
 
+haproxy_check() {  # the "listen galera" lines that check the nodes
+    if [ "${GALERA_CHECK:-clustercheck}" = mysql-check ]; then
+        echo "    option mysql-check user haproxy"
+    else
+        # The clustercheck answers 200 only when the node is Synced (state
+        # 4) and ready: a node that lost its quorum, or a donor, is DOWN.
+        echo "    option httpchk GET /"
+        echo "    http-check expect status 200"
+    fi
+    echo "    default-server inter 1s fall 2 rise 2 on-marked-down shutdown-sessions"
+}
+
+server_check() {  # node: its "check" words
+    if [ "${GALERA_CHECK:-clustercheck}" = mysql-check ]; then
+        echo "check"
+    else
+        echo "check port $(check_port "$1")"
+    fi
+}
+
+clustercheck_up() {
+    local n i args=()
+    for n in "${NODES[@]}"; do
+        args+=("$(check_port "$n")=$BASE/n$n/mysqld.sock")
+    done
+    setsid python3 "$(dirname "$(readlink -f "$0")")/galera-clustercheck.py" "${args[@]}" \
+        </dev/null >>"$BASE/haproxy/clustercheck.log" 2>&1 &
+    echo $! > "$BASE/haproxy/clustercheck.pid"
+    for n in "${NODES[@]}"; do
+        for ((i = 0; i < 40; i++)); do
+            (exec 3<>"/dev/tcp/127.0.0.1/$(check_port "$n")") 2>/dev/null && break
+            sleep 0.25
+        done
+    done
+    echo "clustercheck pid $(cat "$BASE/haproxy/clustercheck.pid") on ports $(check_port 1)-$(check_port 3)"
+}
+
 haproxy_up() {
     mkdir -p "$BASE/haproxy"
     cat > "$BASE/haproxy/haproxy.cfg" <<EOF
@@ -160,31 +210,33 @@ defaults
     timeout server 1h
     timeout check 2s
 listen galera
-    bind 127.0.0.1:13300
-    option mysql-check user haproxy
-    default-server inter 1s fall 2 rise 2 on-marked-down shutdown-sessions
+    bind 127.0.0.1:$HAPROXY_PORT
+$(haproxy_check)
     # When n1 comes back, cut the sessions left on the backups: otherwise
     # pooled connections keep writing through n2 while new ones write
     # through n1 (two writers: certification conflicts).
-    server n1 127.0.0.1:$(sql_port 1) check on-marked-up shutdown-backup-sessions
-    server n2 127.0.0.1:$(sql_port 2) check backup
-    server n3 127.0.0.1:$(sql_port 3) check backup
+    server n1 127.0.0.1:$(sql_port 1) $(server_check 1) on-marked-up shutdown-backup-sessions
+    server n2 127.0.0.1:$(sql_port 2) $(server_check 2) backup
+    server n3 127.0.0.1:$(sql_port 3) $(server_check 3) backup
 listen stats
-    bind 127.0.0.1:13399
+    bind 127.0.0.1:$STATS_PORT
     mode http
     stats enable
     stats uri /
 EOF
     # mysql-check logs in as this user (no password, no privileges).
     mysql_n 1 -e "CREATE USER IF NOT EXISTS 'haproxy'@'127.0.0.1'"
+    [ "${GALERA_CHECK:-clustercheck}" = mysql-check ] || clustercheck_up
     haproxy -f "$BASE/haproxy/haproxy.cfg" -D -p "$BASE/haproxy/haproxy.pid"
-    echo "haproxy pid $(cat "$BASE/haproxy/haproxy.pid") on 127.0.0.1:13300"
+    echo "haproxy pid $(cat "$BASE/haproxy/haproxy.pid") on 127.0.0.1:$HAPROXY_PORT"
 }
 
 haproxy_down() {
-    local p
-    p=$(cat "$BASE/haproxy/haproxy.pid" 2>/dev/null || true)
-    if [ -n "$p" ] && kill -0 "$p" 2>/dev/null; then kill "$p"; echo "haproxy $p stopped"; fi
+    local p f
+    for f in haproxy clustercheck; do
+        p=$(cat "$BASE/haproxy/$f.pid" 2>/dev/null || true)
+        if [ -n "$p" ] && kill -0 "$p" 2>/dev/null; then kill "$p"; echo "$f $p stopped"; fi
+    done
 }
 
 stop_node() {
@@ -223,5 +275,6 @@ case ${1:-} in
     down) down ;;
     clean) down; rm -rf "$BASE" ;;
     urls) urls ;;
-    *) sed -n '2,32p' "$0"; exit 2 ;;
+    haproxy-url) echo "127.0.0.1:$HAPROXY_PORT" ;;
+    *) sed -n '2,42p' "$0"; exit 2 ;;
 esac

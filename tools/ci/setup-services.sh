@@ -4,7 +4,8 @@
 # openstack_citest user and database (as oslo.db's tools/test-setup.sh
 # makes them), the RabbitMQ package (tox -e cloud and the relay's
 # functional test start their own nodes from it), Galera and rsync
-# (tools/ci/galera-cluster.sh starts a three-node cluster from them), and
+# (tools/ci/galera-cluster.sh starts a three-node cluster from them),
+# haproxy (tox -e cloud-galera puts it in front of its cluster), and
 # redis-server (tox -e cloud starts one for stock Aardvark all_in_one's job
 # board; patch applies master's compatibility diff). Also
 # tox with tox-uv, and a full git history for reno.
@@ -16,7 +17,7 @@ DB_PW=openstack_citest
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends \
-    mariadb-server mariadb-client galera-4 rsync postgresql \
+    mariadb-server mariadb-client galera-4 rsync haproxy postgresql \
     rabbitmq-server redis-server patch >/dev/null
 
 # policy-rc.d blocks autostart, so start them by hand.

@@ -34,6 +34,24 @@ PORTS = {name: PORT_BASE + offset for name, offset in {
 }.items()}
 #: Aardvark all_in_one's job board: its port is fixed.
 PORTS['redis'] = 6379
+SOURCE_TREE = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+#: Where Nova's databases are: ``mariadb`` (one server), or ``galera``: a
+#: three-node cluster behind HAProxy (galera.py).
+DATABASE = os.environ.get('MINICLOUD_DATABASE', 'mariadb')
+#: The cluster's own directory and port offset (tools/ci/galera-cluster.sh):
+#: not those of tox -e galera's cluster, which may run at the same time.
+GALERA_PORT_OFFSET = int(os.environ.get('MINICLOUD_GALERA_PORT_OFFSET',
+                                        '1000'))
+GALERA_BASE = os.environ.get(
+    'MINICLOUD_GALERA_BASE',
+    '/tmp/nova-cell0-rebuild-galera/minicloud-%d' % PORT_BASE)
+PORTS.update({'galera-haproxy': 13300 + GALERA_PORT_OFFSET,
+              'galera-stats': 13399 + GALERA_PORT_OFFSET})
+PORTS.update({'galera-n%d' % n: 13305 + GALERA_PORT_OFFSET + n
+              for n in (1, 2, 3)})
+#: The databases Nova and placement keep on the cluster in galera mode.
+GALERA_DATABASES = ('placement', 'nova_api', 'nova_cell0', 'nova_cell1')
 PASSWORD = 'minicloud-secret'
 REGION = 'RegionOne'
 SERVICE_USERS = ('nova', 'placement', 'glance')
@@ -43,9 +61,18 @@ def url(service, path=''):
     return 'http://127.0.0.1:%d%s' % (PORTS[service], path)
 
 
-def database_url(name):
+def database_url(name, galera_node=None):
+    """The URL of one database of the cloud.
+
+    :param galera_node: in galera mode, a node (1..3) to reach directly
+        instead of HAProxy.
+    """
+    port = PORTS['mariadb']
+    if DATABASE == 'galera' and name in GALERA_DATABASES:
+        port = PORTS['galera-n%d' % galera_node if galera_node
+                     else 'galera-haproxy']
     return 'mysql+pymysql://cloud:%s@127.0.0.1:%d/%s?charset=utf8mb4' % (
-        PASSWORD, PORTS['mariadb'], name)
+        PASSWORD, port, name)
 
 
 TRANSPORT_URL = 'rabbit://guest:guest@127.0.0.1:%d/' % PORTS['rabbitmq']
@@ -128,8 +155,12 @@ def glance_conf(workdir):
     })
 
 
-def nova_conf(workdir):
-    """nova.conf of every Nova service (computes add their own file)."""
+def nova_conf(workdir, api_galera_node=None):
+    """nova.conf of every Nova service (computes add their own file).
+
+    :param api_galera_node: in galera mode, the node the API database is
+        reached at directly (nova-api-2's), instead of through HAProxy.
+    """
     nova = os.path.join(workdir, 'nova')
     return ini({
         'DEFAULT': {
@@ -141,7 +172,8 @@ def nova_conf(workdir):
             'heal_instance_info_cache_interval': '-1',
         },
         'api': {'auth_strategy': 'keystone'},
-        'api_database': {'connection': database_url('nova_api')},
+        'api_database': {'connection': database_url(
+            'nova_api', galera_node=api_galera_node)},
         'database': {'connection': database_url('nova_cell1')},
         'keystone_authtoken': authtoken('nova'),
         'service_user': dict(_auth('nova'),

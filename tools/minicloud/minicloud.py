@@ -47,6 +47,7 @@ import time
 
 import aardvark
 import configs
+import galera
 import identity
 import install_doc
 import processes
@@ -204,6 +205,10 @@ class MiniCloud(object):
                                  'glance-api-paste.ini'),
                     self._path('etc', 'glance'))
         self._write('etc/nova/nova.conf', configs.nova_conf(self.workdir))
+        if galera.enabled():
+            # nova-api-2 writes its API database through node 2 itself.
+            self._write('etc/nova-api-2/nova.conf', configs.nova_conf(
+                self.workdir, api_galera_node=2))
         for host in COMPUTES:
             self._write('etc/nova/%s.conf' % host,
                         configs.compute_conf(self.workdir, host))
@@ -340,9 +345,20 @@ class MiniCloud(object):
             lambda: processes.http_answers(configs.url(name)), timeout,
             watch=lambda: self.procs.check_alive(name))
 
-    def nova_api_env(self):
-        return {'OS_NOVA_CONFIG_DIR': self._path('etc', 'nova'),
-                'OS_NOVA_CONFIG_FILES': self._paste_file()}
+    def nova_api_env(self, api='nova-api-1'):
+        """nova-api's environment.
+
+        In galera mode nova-api-2 has its own configuration directory: its
+        API database is node 2.
+        """
+        files = self._paste_file()
+        directory = self._path('etc', 'nova')
+        if api == 'nova-api-2' and galera.enabled():
+            shutil.copy(self._path('etc', 'nova', 'api-paste.ini'),
+                        self._path('etc', 'nova-api-2'))
+            directory = self._path('etc', 'nova-api-2')
+        return {'OS_NOVA_CONFIG_DIR': directory,
+                'OS_NOVA_CONFIG_FILES': files}
 
     def _services(self):
         self._start_wsgi('placement', 'placement.wsgi.api:application',
@@ -360,7 +376,7 @@ class MiniCloud(object):
             str(configs.PORTS['neutron'])])
         for api in ('nova-api-1', 'nova-api-2'):
             self._start_wsgi(api, 'nova.wsgi.osapi_compute:application',
-                             self.nova_api_env(), processes_count=2)
+                             self.nova_api_env(api), processes_count=2)
         for service in ('nova-conductor', 'nova-scheduler'):
             self.procs.start(service, [self._bin(service)]
                              + self._nova_conf())
@@ -433,19 +449,27 @@ class MiniCloud(object):
     def _up(self):
         started = time.monotonic()
         self._write_configs()
-        # Checked first: a missing or altered tarball fails in a second.
-        for version in AARDVARK_VERSIONS:
-            aardvark.checked_tarball(SOURCE_TREE, version)
-        self._parallel(('mariadb', self._mariadb),
-                       ('rabbitmq', self._rabbitmq),
-                       ('redis', self._redis))
         aardvark_venvs = {}
+        if galera.enabled():
+            # Nova's databases on a Galera cluster; no Aardvark (its redis
+            # port is fixed, and the cloud job's cloud may use it).
+            self._parallel(('mariadb', self._mariadb),
+                           ('rabbitmq', self._rabbitmq),
+                           ('galera cluster', lambda: galera.up(self.procs)))
+            venvs = []
+        else:
+            # Checked first: a missing or altered tarball fails in a second.
+            for version in AARDVARK_VERSIONS:
+                aardvark.checked_tarball(SOURCE_TREE, version)
+            self._parallel(('mariadb', self._mariadb),
+                           ('rabbitmq', self._rabbitmq),
+                           ('redis', self._redis))
+            venvs = [('aardvark venvs', lambda: aardvark_venvs.update(
+                self._aardvark()))]
         self._parallel(('keystone', self._keystone),
                        ('placement db', self._placement_db),
                        ('glance db', self._glance_db),
-                       ('nova db + plugin', self._nova_db),
-                       ('aardvark venvs', lambda: aardvark_venvs.update(
-                           self._aardvark())))
+                       ('nova db + plugin', self._nova_db), *venvs)
         self._timed('services', self._services)
         contents = self._timed('image and flavors', self._contents)
         self._timed('upgrade check', self._upgrade_check)
@@ -465,7 +489,10 @@ class MiniCloud(object):
             'aardvark_venvs': aardvark_venvs,
             'source_tree': SOURCE_TREE,
             'timings': self.timings,
+            'database': configs.DATABASE,
         }
+        if galera.enabled():
+            description['galera'] = galera.description()
         description.update(contents)
         self._write('cloud.json', json.dumps(description, indent=2))
         print('minicloud: up in %.0f s; logs in %s' % (
@@ -487,6 +514,8 @@ class MiniCloud(object):
     def down(self):
         """Stop every service; fail if any process of the cloud is left."""
         self.procs.kill_all(self.procs.names(), signal.SIGTERM, timeout=20)
+        if galera.enabled():
+            galera.down()
         try:
             with open(self._path('run', 'epmd-was-running')) as state:
                 epmd_was_running = state.read() != 'False'

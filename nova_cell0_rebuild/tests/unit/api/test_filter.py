@@ -129,6 +129,27 @@ class TestPassThrough(FilterTestCase):
         self.assertEqual(SERVER_ID, mapping.call_args[0][1])
         self.assertIsNone(self.pending_record())
 
+    def test_rebuild_whose_mapping_read_loses_the_database_is_503(self):
+        # A Galera writer killed (HAProxy failing over): the filter's own
+        # read of the server's mapping fails with DBConnectionError. Found
+        # by tox -e cloud-galera: Nova's faultwrap answered 500.
+        for error in (db_exc.DBConnectionError('2013 Lost connection'),
+                      db_exc.DBDeadlock('1213')):
+            self.useFixture(fixtures.MockPatch(
+                'nova_cell0_rebuild.adapters.nova_servers.get_mapping',
+                side_effect=error))
+            path = '/servers/%s/action' % SERVER_ID
+            resp, nova = self._send(self._request(
+                path, body={'rebuild': {'imageRef': 'image'}},
+                version=mv.NOVA_MAX))
+            self.assertEqual({db_exc.DBConnectionError: 503,
+                              db_exc.DBDeadlock: 409}[type(error)],
+                             resp.status_int, resp.body)
+            self.assertEqual([], nova.calls)
+            self.assertIn(SERVER_ID, resp.json_body[
+                'serviceUnavailable' if resp.status_int == 503
+                else 'conflictingRequest']['message'])
+
     def test_unreadable_create_is_left_to_nova(self):
         for body in (b'{not json', b'[]', b'{"server": 3}', b'{}'):
             resp, nova = self._send(self._request(body=body),
