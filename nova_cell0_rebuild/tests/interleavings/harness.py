@@ -128,6 +128,19 @@ class World(test_move_faults.MoveChecks, base.Cell0RebuildTestCase):
         self.schedule_seconds = 0.0
         self.timing = {'reset': 0.0, 'run': 0.0, 'check': 0.0}
 
+    def start_service(self, name, host=None, **kwargs):
+        """Nova's service, without its heartbeat timer.
+
+        A heartbeat every report_interval seconds of real time lands in a
+        schedule or not depending on how fast the machine runs it: once
+        the frozen clock has moved past service_down_time, a service is
+        up in one run of a schedule and down in its replay (the replay
+        then diverges). :meth:`advance_clock` reports the heartbeats
+        that time would have seen instead.
+        """
+        self.flags(report_interval=0)
+        return super().start_service(name, host=host, **kwargs)
+
     def _second_api(self):
         """A second nova-api app (with the filter), as a second process."""
         app = wsgi.Loader().load_app('osapi_compute')
@@ -210,6 +223,13 @@ class World(test_move_faults.MoveChecks, base.Cell0RebuildTestCase):
         self.engine.quiet(False)
         timeutils._override_time = timeutils.utcnow() + datetime.timedelta(
             seconds=self.lease_seconds + 1)
+        # Every service kept reporting while the time passed (a compute
+        # disabled stays disabled: that is not its heartbeat).
+        for name in self.cell_mappings:
+            with self.engines[name].begin() as conn:
+                conn.execute(sa.text(
+                    'UPDATE services SET last_seen_up = :now WHERE '
+                    'deleted = 0'), {'now': timeutils.utcnow()})
 
     def record(self, actor, what, resp, write=None):
         """Keep an answer; a 2xx to a write is a write Nova accepted."""
