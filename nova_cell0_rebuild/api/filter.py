@@ -127,7 +127,9 @@ class Cell0RebuildFilter(object):
             # The filter's own reads (the server's mapping, its move)
             # before the rebuild proper: a Galera writer failing over
             # would otherwise reach Nova's faultwrap as a 500.
-            refusal = rebuild_refusals.database_refusal(server_id, error)
+            refusal = rebuild_refusals.database_refusal(
+                server_id, error,
+                None if body is not None else _action_name(action) or '?')
             return nova_api.fault(req, webob.exc.status_map[refusal.status](
                 explanation=str(refusal)), version)
 
@@ -137,7 +139,7 @@ class Cell0RebuildFilter(object):
             if body is None:
                 build_request_actions.refuse_while_moving(
                     req.environ.get('nova.context'), server_id,
-                    next(iter(action)) if action else None)
+                    _action_name(action))
                 return req.get_response(self.application)
             mapping = self.rebuild.wants(req, body, version, server_id)
             if mapping is None:
@@ -256,6 +258,13 @@ class Cell0RebuildFilter(object):
                 return self._action(req, action.group('server_id'),
                                     action.group('project_id'))
         return self.application
+
+
+def _action_name(action):
+    """The name of a server action's body ({"reboot": ...}), or None."""
+    if isinstance(action, dict) and action:
+        return next(iter(action))
+    return None
 
 
 def filter_factory(global_conf, **local_conf):

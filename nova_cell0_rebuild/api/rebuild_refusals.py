@@ -38,6 +38,12 @@ _DB_CONFLICT = _("Instance %s was not rebuilt from cell0: a concurrent "
                  "this one's write); retry the rebuild.")
 _DB_UNAVAILABLE = _("The database did not answer while instance %s was "
                     "being rebuilt from cell0; retry the rebuild later.")
+_DB_CONFLICT_ACTION = _("Action '%(action)s' on instance %(id)s was not "
+                        "carried out: a concurrent request wrote the "
+                        "instance at the same time; retry it.")
+_DB_UNAVAILABLE_ACTION = _("The database did not answer while action "
+                           "'%(action)s' on instance %(id)s was checked "
+                           "against a rebuild from cell0; retry it later.")
 _CHANGED = _("Instance %s was changed by other requests while it was being "
              "rebuilt from cell0, each time: nothing was rebuilt; retry "
              "the rebuild.")
@@ -53,7 +59,7 @@ def in_progress(server_id):
     return exception.RequestRefused(409, _IN_PROGRESS % server_id)
 
 
-def database_refusal(server_id, error):
+def database_refusal(server_id, error, action=None):
     """The answer to a database error that ended a rebuild, if it has one.
 
     DBDeadlock, left once its transaction was retried: on a Galera cluster
@@ -63,17 +69,24 @@ def database_refusal(server_id, error):
     Galera node failed over, or lost its quorum); whether the last write
     committed is unknown, and nothing after it was done; 503.
 
+    :param action: the name of another server action the filter was
+        checking against a move (reboot, lock...) when the error came:
+        the answer names it instead of a rebuild.
     :returns: a RequestRefused, or None for any other error.
     """
     if isinstance(error, db_exc.DBDeadlock):
-        LOG.warning('Rebuild of server %s from cell0 refused: its database '
-                    'write conflicted with a concurrent one (%s)',
-                    server_id, error)
-        return exception.RequestRefused(409, _DB_CONFLICT % server_id)
+        LOG.warning('%s of server %s refused: its database write conflicted '
+                    'with a concurrent one (%s)',
+                    action or 'Rebuild from cell0', server_id, error)
+        return exception.RequestRefused(409, (
+            _DB_CONFLICT_ACTION % {'action': action, 'id': server_id}
+            if action else _DB_CONFLICT % server_id))
     if isinstance(error, db_exc.DBConnectionError):
-        LOG.error('Rebuild of server %s from cell0 stopped: the database '
-                  'did not answer (%s)', server_id, error)
-        return exception.RequestRefused(503, _DB_UNAVAILABLE % server_id)
+        LOG.error('%s of server %s stopped: the database did not answer '
+                  '(%s)', action or 'Rebuild from cell0', server_id, error)
+        return exception.RequestRefused(503, (
+            _DB_UNAVAILABLE_ACTION % {'action': action, 'id': server_id}
+            if action else _DB_UNAVAILABLE % server_id))
     return None
 
 

@@ -150,6 +150,26 @@ class TestPassThrough(FilterTestCase):
                 'serviceUnavailable' if resp.status_int == 503
                 else 'conflictingRequest']['message'])
 
+    def test_lock_whose_move_check_loses_the_database_names_the_lock(self):
+        # The same failover during the check of an action refused while a
+        # move holds the server: the answer names that action, not a
+        # rebuild the client never asked for.
+        for error, status, key in (
+                (db_exc.DBConnectionError('2013'), 503, 'serviceUnavailable'),
+                (db_exc.DBDeadlock('1213'), 409, 'conflictingRequest')):
+            self.useFixture(fixtures.MockPatch(
+                'nova_cell0_rebuild.adapters.nova_servers.get_mapping',
+                side_effect=error))
+            resp, nova = self._send(self._request(
+                '/servers/%s/action' % SERVER_ID, body={'lock': None},
+                version=mv.NOVA_MAX))
+            self.assertEqual(status, resp.status_int, resp.body)
+            self.assertEqual([], nova.calls)
+            message = resp.json_body[key]['message']
+            self.assertIn("'lock'", message)
+            self.assertIn(SERVER_ID, message)
+            self.assertNotIn('rebuilt', message)
+
     def test_unreadable_create_is_left_to_nova(self):
         for body in (b'{not json', b'[]', b'{"server": 3}', b'{}'):
             resp, nova = self._send(self._request(body=body),
