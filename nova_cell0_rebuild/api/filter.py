@@ -163,13 +163,19 @@ class Cell0RebuildFilter(object):
             build_request_actions.refuse_while_moving(
                 req.environ.get('nova.context'), server_id,
                 build_request_actions.UPDATE)
-        except exception.RequestRefused as refusal:
-            version = nova_api.requested_version(
-                req, legacy_v2=self._is_legacy_v2(req))
-            error = webob.exc.status_map[refusal.status](
-                explanation=str(refusal))
-            return nova_api.fault(req, error, version)
-        return req.get_response(self.application)
+        except (db_exc.DBConnectionError, db_exc.DBDeadlock) as error:
+            # As for the actions: a failover is not Nova's 500.
+            refusal = rebuild_refusals.database_refusal(
+                server_id, error, build_request_actions.UPDATE)
+        except exception.RequestRefused as refused:
+            refusal = refused
+        else:
+            return req.get_response(self.application)
+        version = nova_api.requested_version(
+            req, legacy_v2=self._is_legacy_v2(req))
+        error = webob.exc.status_map[refusal.status](
+            explanation=str(refusal))
+        return nova_api.fault(req, error, version)
 
     def _delete(self, req, server_id):
         context = req.environ.get('nova.context')

@@ -170,6 +170,22 @@ class TestPassThrough(FilterTestCase):
             self.assertIn(SERVER_ID, message)
             self.assertNotIn('rebuilt', message)
 
+    def test_update_whose_move_check_loses_the_database_is_not_500(self):
+        for error, status, key in (
+                (db_exc.DBConnectionError('2013'), 503, 'serviceUnavailable'),
+                (db_exc.DBDeadlock('1213'), 409, 'conflictingRequest')):
+            self.useFixture(fixtures.MockPatch(
+                'nova_cell0_rebuild.adapters.nova_servers.get_mapping',
+                side_effect=error))
+            resp, nova = self._send(self._request(
+                '/servers/%s' % SERVER_ID, method='PUT',
+                body={'server': {'name': 'renamed'}}, version=mv.NOVA_MAX))
+            self.assertEqual(status, resp.status_int, resp.body)
+            self.assertEqual([], nova.calls)
+            message = resp.json_body[key]['message']
+            self.assertIn("'update'", message)
+            self.assertIn(SERVER_ID, message)
+
     def test_unreadable_create_is_left_to_nova(self):
         for body in (b'{not json', b'[]', b'{"server": 3}', b'{}'):
             resp, nova = self._send(self._request(body=body),
