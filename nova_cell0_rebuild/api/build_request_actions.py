@@ -29,8 +29,11 @@ Nova answers a write a task state refuses: 409, nothing written
 Nova's own create is left to Nova.
 """
 
+from oslo_db import exception as db_exc
+
 from nova_cell0_rebuild._i18n import _
 from nova_cell0_rebuild.adapters import nova_servers
+from nova_cell0_rebuild.api import rebuild_refusals
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild import objects
 from nova_cell0_rebuild.objects import move_journal
@@ -55,18 +58,29 @@ def refuse_while_moving(context, server_id, action):
     :data:`REFUSED`.
 
     :param action: :data:`UPDATE`, or the key of an action body.
-    :raises: RequestRefused(409).
+    :raises: RequestRefused: 409 while a move holds the server; 503 or 409
+        when the reads lose the database (a Galera writer failing over),
+        which would otherwise reach Nova's faultwrap as a 500.
     """
     if (action != UPDATE and action not in REFUSED) or context is None:
         return
+    try:
+        held = _held_by_a_move(context, server_id)
+    except (db_exc.DBConnectionError, db_exc.DBDeadlock) as error:
+        raise rebuild_refusals.database_refusal(server_id, error, action)
+    if held:
+        raise exception.RequestRefused(409, _HELD % {'action': action,
+                                                     'uuid': server_id})
+
+
+def _held_by_a_move(context, server_id):
+    """Whether a move of ours holds the caller's server unbuilt."""
     admin = context.elevated()
     mapping = nova_servers.get_mapping(admin, server_id)
     if mapping is None or mapping.cell_mapping is not None or (
             mapping.queued_for_delete):
-        return
+        return False
     if not context.is_admin and mapping.project_id != context.project_id:
-        return  # another project's server: Nova's 404, not our 409
+        return False  # another project's server: Nova's 404, not our 409
     journal = objects.MoveJournal.get_by_instance_uuid(admin, server_id)
-    if journal is not None and journal.status in _HOLDING:
-        raise exception.RequestRefused(409, _HELD % {'action': action,
-                                                     'uuid': server_id})
+    return journal is not None and journal.status in _HOLDING

@@ -124,12 +124,10 @@ class Cell0RebuildFilter(object):
             return self._action_of_ours(req, server_id, action, body,
                                         version)
         except (db_exc.DBConnectionError, db_exc.DBDeadlock) as error:
-            # The filter's own reads (the server's mapping, its move)
-            # before the rebuild proper: a Galera writer failing over
-            # would otherwise reach Nova's faultwrap as a 500.
-            refusal = rebuild_refusals.database_refusal(
-                server_id, error,
-                None if body is not None else _action_name(action) or '?')
+            # The filter's own read of the server's mapping before the
+            # rebuild proper: a Galera writer failing over would otherwise
+            # reach Nova's faultwrap as a 500.
+            refusal = rebuild_refusals.database_refusal(server_id, error)
             return nova_api.fault(req, webob.exc.status_map[refusal.status](
                 explanation=str(refusal)), version)
 
@@ -163,19 +161,13 @@ class Cell0RebuildFilter(object):
             build_request_actions.refuse_while_moving(
                 req.environ.get('nova.context'), server_id,
                 build_request_actions.UPDATE)
-        except (db_exc.DBConnectionError, db_exc.DBDeadlock) as error:
-            # As for the actions: a failover is not Nova's 500.
-            refusal = rebuild_refusals.database_refusal(
-                server_id, error, build_request_actions.UPDATE)
-        except exception.RequestRefused as refused:
-            refusal = refused
-        else:
-            return req.get_response(self.application)
-        version = nova_api.requested_version(
-            req, legacy_v2=self._is_legacy_v2(req))
-        error = webob.exc.status_map[refusal.status](
-            explanation=str(refusal))
-        return nova_api.fault(req, error, version)
+        except exception.RequestRefused as refusal:
+            version = nova_api.requested_version(
+                req, legacy_v2=self._is_legacy_v2(req))
+            error = webob.exc.status_map[refusal.status](
+                explanation=str(refusal))
+            return nova_api.fault(req, error, version)
+        return req.get_response(self.application)
 
     def _delete(self, req, server_id):
         context = req.environ.get('nova.context')

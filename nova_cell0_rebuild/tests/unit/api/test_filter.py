@@ -133,44 +133,27 @@ class TestPassThrough(FilterTestCase):
         # A Galera writer killed (HAProxy failing over): the filter's own
         # read of the server's mapping fails with DBConnectionError. Found
         # by tox -e cloud-galera: Nova's faultwrap answered 500.
-        for error in (db_exc.DBConnectionError('2013 Lost connection'),
-                      db_exc.DBDeadlock('1213')):
-            self.useFixture(fixtures.MockPatch(
-                'nova_cell0_rebuild.adapters.nova_servers.get_mapping',
-                side_effect=error))
-            path = '/servers/%s/action' % SERVER_ID
-            resp, nova = self._send(self._request(
-                path, body={'rebuild': {'imageRef': 'image'}},
-                version=mv.NOVA_MAX))
-            self.assertEqual({db_exc.DBConnectionError: 503,
-                              db_exc.DBDeadlock: 409}[type(error)],
-                             resp.status_int, resp.body)
-            self.assertEqual([], nova.calls)
-            self.assertIn(SERVER_ID, resp.json_body[
-                'serviceUnavailable' if resp.status_int == 503
-                else 'conflictingRequest']['message'])
+        for message in self._messages_losing_the_database(
+                '/servers/%s/action' % SERVER_ID, 'POST',
+                {'rebuild': {'imageRef': 'image'}}):
+            self.assertIn(SERVER_ID, message)
 
     def test_lock_whose_move_check_loses_the_database_names_the_lock(self):
         # The same failover during the check of an action refused while a
         # move holds the server: the answer names that action, not a
         # rebuild the client never asked for.
-        for error, status, key in (
-                (db_exc.DBConnectionError('2013'), 503, 'serviceUnavailable'),
-                (db_exc.DBDeadlock('1213'), 409, 'conflictingRequest')):
-            self.useFixture(fixtures.MockPatch(
-                'nova_cell0_rebuild.adapters.nova_servers.get_mapping',
-                side_effect=error))
-            resp, nova = self._send(self._request(
-                '/servers/%s/action' % SERVER_ID, body={'lock': None},
-                version=mv.NOVA_MAX))
-            self.assertEqual(status, resp.status_int, resp.body)
-            self.assertEqual([], nova.calls)
-            message = resp.json_body[key]['message']
+        for message in self._messages_losing_the_database(
+                '/servers/%s/action' % SERVER_ID, 'POST', {'lock': None}):
             self.assertIn("'lock'", message)
             self.assertIn(SERVER_ID, message)
             self.assertNotIn('rebuilt', message)
 
-    def test_update_whose_move_check_loses_the_database_is_not_500(self):
+    def _messages_losing_the_database(self, path, method, body):
+        """The filter's answers when the mapping read loses the database.
+
+        Asserts 503 for a lost connection and 409 for a deadlock, Nova
+        never asked; yields each answer's message.
+        """
         for error, status, key in (
                 (db_exc.DBConnectionError('2013'), 503, 'serviceUnavailable'),
                 (db_exc.DBDeadlock('1213'), 409, 'conflictingRequest')):
@@ -178,11 +161,15 @@ class TestPassThrough(FilterTestCase):
                 'nova_cell0_rebuild.adapters.nova_servers.get_mapping',
                 side_effect=error))
             resp, nova = self._send(self._request(
-                '/servers/%s' % SERVER_ID, method='PUT',
-                body={'server': {'name': 'renamed'}}, version=mv.NOVA_MAX))
+                path, method=method, body=body, version=mv.NOVA_MAX))
             self.assertEqual(status, resp.status_int, resp.body)
             self.assertEqual([], nova.calls)
-            message = resp.json_body[key]['message']
+            yield resp.json_body[key]['message']
+
+    def test_update_whose_move_check_loses_the_database_is_not_500(self):
+        for message in self._messages_losing_the_database(
+                '/servers/%s' % SERVER_ID, 'PUT',
+                {'server': {'name': 'renamed'}}):
             self.assertIn("'update'", message)
             self.assertIn(SERVER_ID, message)
 
