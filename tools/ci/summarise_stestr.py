@@ -21,7 +21,9 @@ from the repository root::
 job that ran beside the others keeps its own: two stestr runs at once in
 one repository would race for the run ids).
 
-Prints one line per run, then ``N passed, N failed, N skipped``. An
+Prints each failed test with the last lines of its traceback (a job
+that ran in the background may have its log far above, out of sight),
+one line per run, then ``N passed, N failed, N skipped``. An
 expected failure counts as passed; a failure, an error, an unexpected
 success and a test that never finished (a crashed worker) count as failed;
 a run that cannot be read, or holds no test, counts as one failure.
@@ -48,15 +50,39 @@ def next_run(repo_url='.'):
         return 0
 
 
-def count(run_id, repo_url='.'):
-    """(passed, failed, skipped) of one stestr run."""
+FAILED = ('fail', 'uxsuccess', 'inprogress', 'exists')
+TRACEBACK_LINES = 12
+
+
+def _last_lines(test):
+    """The tail of a failed test's traceback, or of any detail it kept."""
+    details = test['details']
+    for name in ['traceback'] + sorted(details):
+        if name in details:
+            text = ''.join(details[name].iter_text()).rstrip()
+            if text:
+                return text.splitlines()[-TRACEBACK_LINES:]
+    return []
+
+
+def count(run_id, repo_url='.', failures=None):
+    """(passed, failed, skipped) of one stestr run.
+
+    Appends (test id, last lines of its traceback) of every failed test
+    to *failures* if given.
+    """
     stream = subprocess.run(
         [os.path.join(os.path.dirname(sys.executable), 'stestr'),
          '--repo-url', repo_url, 'history', 'show', str(run_id),
          '--subunit'], capture_output=True, check=True).stdout
     counts = collections.Counter()
-    result = testtools.StreamToDict(
-        lambda test: counts.update([test['status']]))
+
+    def on_test(test):
+        counts.update([test['status']])
+        if failures is not None and test['status'] in FAILED:
+            failures.append((test['id'], _last_lines(test)))
+
+    result = testtools.StreamToDict(on_test)
     result.startTestRun()
     try:
         subunit.ByteStreamToStreamResult(
@@ -81,21 +107,27 @@ def main(argv=None):
         runs += [(repo_url, run_id) for run_id in range(next_run(repo_url))]
     if not runs:
         print('no stestr run was recorded')
+    lines, failures = [], []
     for repo_url, run_id in runs:
         name = 'stestr run %d%s' % (
             run_id, '' if repo_url == '.' else ' of %s' % repo_url)
         try:
-            passed, failed, skipped = count(run_id, repo_url)
+            passed, failed, skipped = count(run_id, repo_url, failures)
         except (subprocess.CalledProcessError, OSError) as exc:
             passed, failed, skipped = 0, 0, 0
-            print('%s: could not be read: %s' % (name, exc))
+            lines.append('%s: could not be read: %s' % (name, exc))
         if passed + failed + skipped == 0:
-            print('%s: holds no test' % name)
+            lines.append('%s: holds no test' % name)
             failed = 1
         else:
-            print('%s: passed=%d failed=%d skipped=%d'
-                  % (name, passed, failed, skipped))
+            lines.append('%s: passed=%d failed=%d skipped=%d'
+                         % (name, passed, failed, skipped))
         totals = [a + b for a, b in zip(totals, (passed, failed, skipped))]
+    for test_id, last_lines in failures:
+        print('failed test: %s' % test_id)
+        for line in last_lines:
+            print('    %s' % line)
+    print('\n'.join(lines))
     print('%d passed, %d failed, %d skipped' % tuple(totals))
     return 1 if totals[1] or not totals[0] else 0
 
