@@ -225,6 +225,24 @@ def still_pending(context, instance_uuid):
         jsonutils.loads(found.instance))
 
 
+@api_db_api.context_manager.reader
+def unmapped_before(context, written_before):
+    """The uuids of the servers still waiting as a BuildRequest written
+    before *written_before* (a naive UTC datetime), mapped to no cell.
+
+    One indexed statement. A create's or a move's BuildRequest lives for
+    the seconds the conductor takes to place it: one much older is a
+    hand-off nobody works on any more (or a server whose cell is down).
+    """
+    mapping = api_models.InstanceMapping
+    request = api_models.BuildRequest
+    rows = context.session.query(request.instance_uuid).join(
+        mapping, mapping.instance_uuid == request.instance_uuid).filter(
+            request.created_at <= written_before,
+            mapping.cell_id.is_(None), _not_queued_for_delete()).all()
+    return [row[0] for row in rows]
+
+
 def take_stored_edits(build_request, stored):
     """Put on the BuildRequest to cast what Nova's API wrote to its row.
 

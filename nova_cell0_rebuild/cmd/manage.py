@@ -217,14 +217,19 @@ class Cell0Commands(object):
                'than [cell0_rebuild] move_lease_seconds, since a move '
                'whose lease holds may still be running in a nova-api.')
     def heal(self, instance=None, older_than=None):
-        """Finish or roll back moves out of cell0 that were interrupted."""
+        """Finish or roll back moves out of cell0 that were interrupted.
+
+        Also buries in cell0 again the servers whose hand-off the
+        conductor dropped ([cell0_rebuild] hand_off_timeout).
+        """
         lease_seconds = max(CONF.cell0_rebuild.move_lease_seconds,
                             older_than or 0)
-        results = heal_task.heal(self.context, lease_seconds,
-                                 instance_uuid=instance)
+        results = heal_task.heal(
+            self.context, lease_seconds, instance_uuid=instance,
+            hand_off_timeout=CONF.cell0_rebuild.hand_off_timeout)
         self._print(_table(['UUID', 'Interrupted at', 'Outcome'], results))
         if any(outcome not in (heal_task.DELETED, heal_task.DONE,
-                               heal_task.ROLLED_BACK)
+                               heal_task.ROLLED_BACK, heal_task.REBURIED)
                for _, _, outcome in results):
             return ATTENTION
         return SUCCESS

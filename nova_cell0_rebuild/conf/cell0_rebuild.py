@@ -115,6 +115,26 @@ finds its fencing token replaced at its next step and stops, and its client
 gets 409. Use the same value on every nova-api node and where the manage
 command runs.
 """),
+    cfg.IntOpt(
+        'hand_off_timeout',
+        default=3600,
+        min=30,
+        help="""
+How long, in seconds, after a rebuild from cell0 handed a server to Nova's
+conductor, heal (``nova-cell0-rebuild-manage heal``) waits before it treats
+the hand-off as dropped, when the server is still only a BuildRequest mapped
+to no cell and no cell holds an instance row of it. Heal then releases the
+server's allocation in placement and buries it in cell0 again, in ERROR
+with its fault and history, where it can be rebuilt.
+
+The hand-off is a cast to ``schedule_and_build_instances`` that nothing
+retries: a conductor that fails midway (its database failing over under it,
+say) leaves the server in BUILD for ever, as Nova leaves a create then.
+Nothing fences a conductor that is still working on the server, so keep
+this far above the longest time a conductor spends on one build before it
+maps the server: ``[DEFAULT] long_rpc_timeout`` (the scheduler call) plus
+the time a cast may wait in RabbitMQ while every conductor is down.
+"""),
     cfg.StrOpt(
         'connection',
         secret=True,

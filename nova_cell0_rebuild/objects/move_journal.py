@@ -278,6 +278,72 @@ class MoveJournal(base.Cell0RebuildObject):
             raise exception.LeaseHeld(uuid=self.instance_uuid)
         return values
 
+    @staticmethod
+    def _handed_off_before(cutoff):
+        """SQL criteria of a move done (its cast sent) before *cutoff*.
+
+        A move left at ``casting`` is not one: its holder may still be
+        inside the cast (oslo.messaging retries a publish while RabbitMQ
+        is away), so when the cast leaves is unknown.
+        """
+        row = models.MoveJournal
+        return [row.status == Status.DONE, row.step == Step.CAST_SENT,
+                row.finished_at <= cutoff]
+
+    @classmethod
+    def list_handed_off_before(cls, context, cutoff, instance_uuids):
+        """The moves of *instance_uuids* handed to the conductor before
+        *cutoff* (a naive UTC datetime): see :meth:`reopen`.
+        """
+        if not instance_uuids:
+            return []
+        with db_api.reader(context) as session:
+            query = session.query(models.MoveJournal).filter(
+                models.MoveJournal.instance_uuid.in_(list(instance_uuids)),
+                *cls._handed_off_before(cutoff))
+            return [cls._from_db_object(context, cls(), row)
+                    for row in query.order_by(models.MoveJournal.id)]
+
+    def reopen(self, owner, lease_seconds, cutoff, error):
+        """Take back a hand-off the conductor dropped (heal does).
+
+        The journal goes back in progress at ``cell0_rows_removed`` (the
+        server is its BuildRequest only, which undo buries in cell0 again)
+        under a new lease and fencing token, if it is still the hand-off
+        that was read, made before *cutoff*: one heal reopens it; a new
+        move, another heal or the DELETE that forgets the journal makes
+        this fail.
+
+        :param error: why, kept as ``last_error`` until the move ends: a
+            heal that takes the reopened move over knows from it that
+            placement may hold an allocation of the dropped hand-off.
+        :raises: LeaseHeld when the journal changed since it was read (a
+            new move, another heal, a DELETE that forgot it).
+        """
+        values = self._reopen_in_db(owner, lease_seconds, cutoff, error)
+        self._set(self._context, values)
+        self.lease_seconds = lease_seconds
+
+    @db_api.retry_on_deadlock
+    def _reopen_in_db(self, owner, lease_seconds, cutoff, error):
+        now = timeutils.utcnow()
+        values = dict(_lease(now, lease_seconds), owner=owner,
+                      last_error=error,
+                      status=Status.IN_PROGRESS,
+                      step=Step.CELL0_ROWS_REMOVED, finished_at=None,
+                      lease_token=self.lease_token + 1)
+        with db_api.writer(self._context) as session:
+            updated = session.query(models.MoveJournal).filter(
+                models.MoveJournal.id == self.id,
+                models.MoveJournal.status == self.status,
+                models.MoveJournal.step == self.step,
+                models.MoveJournal.lease_token == self.lease_token,
+                *self._handed_off_before(cutoff)).update(
+                    values, synchronize_session=False)
+        if updated != 1:
+            raise exception.LeaseHeld(uuid=self.instance_uuid)
+        return values
+
     def _set(self, context, values):
         for key, value in values.items():
             setattr(self, key, value)

@@ -41,6 +41,12 @@ BuildRequest, no cell0 row, not yet cast    buried in cell0 again with its
                                             fault: rolled back
 its lease taken over while heal undid it    left alone and reported: the
 (another heal, heal slower than the lease)  new holder finishes the undo
+handed off more than ``[cell0_rebuild]      its allocation released, buried
+hand_off_timeout`` ago and still only a     in cell0 again with its fault:
+BuildRequest, no instance row in any cell   the conductor dropped it
+(the conductor's cast failed midway)        (:func:`heal_dropped_hand_off`)
+the same, but a cell has an instance row    left alone and reported: the
+                                            conductor got that far
 ==========================================  ================================
 
 Heal reports what its undo really did (tasks/undo.py returns it), never
@@ -50,15 +56,18 @@ Running heal again changes nothing: a healed journal is no longer in
 progress, and one left alone holds heal's own fresh lease.
 """
 
+import datetime
 import os
 import socket
 
 from oslo_db import exception as db_exc
 from oslo_log import log as logging
+from oslo_utils import timeutils
 
 from nova_cell0_rebuild.adapters import nova_build_requests as build_requests
 from nova_cell0_rebuild.adapters import nova_cell0_rows as cell0_rows
 from nova_cell0_rebuild.adapters import nova_deleted_servers as deleted_servers
+from nova_cell0_rebuild.adapters import nova_dropped_hand_offs as dropped
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild import objects
@@ -81,6 +90,15 @@ LEFT_ALONE = 'left alone: the cast may have been sent'
 TAKEN_OVER = 'left alone: another heal took the move over'
 CHANGED = 'left alone: the server moved on meanwhile'
 FAILED = 'failed, retried by the next heal: %s'
+REBURIED = 'buried in cell0 again: the conductor dropped the hand-off'
+IN_A_CELL = ('left alone: the conductor dropped the hand-off after it wrote '
+             'the instance in cell %s')
+
+#: ``last_error`` of a move heal reopened (MoveJournal.reopen): the
+#: conductor's scheduler may have claimed an allocation for it.
+HAND_OFF_DROPPED = ('the conductor dropped the hand-off: still a '
+                    'BuildRequest in no cell [cell0_rebuild] '
+                    'hand_off_timeout after it was cast')
 
 
 #: What heal reports for each outcome of its undo: what it really did.
@@ -143,6 +161,9 @@ def heal_move(context, journal, lease_seconds):
         # late, delete the mapping of a server that then lives in cell0.
         outcome = LEFT_ALONE
     else:
+        if journal.last_error == HAND_OFF_DROPPED:
+            # A reopened hand-off whose heal stopped before it buried it.
+            dropped.release_allocation(admin, uuid)
         outcome = UNDONE[undo.undo(admin, cell0, journal,
                                    RuntimeError('interrupted, healed'))]
         if outcome == DELETED:
@@ -179,17 +200,68 @@ def _forget_deleted(admin, journal):
     return DELETED
 
 
-def heal(context, lease_seconds, instance_uuid=None):
-    """Heal every move in progress whose lease expired.
+def heal_dropped_hand_off(context, journal, lease_seconds, cutoff):
+    """Bury again a server whose hand-off the conductor dropped.
 
+    The conductor's ``schedule_and_build_instances`` is a cast that
+    nothing retries: when it fails before it maps the server (its
+    database failing over under it, say), Nova leaves the server in BUILD
+    as a BuildRequest for ever, as it leaves a create then. Once the cast
+    is older than ``[cell0_rebuild] hand_off_timeout`` (far longer than
+    the conductor spends on one, scheduling included) and no cell holds an
+    instance row of the server, nothing will build it: heal takes the move
+    back (a new fencing token), releases what the conductor's scheduler
+    may have claimed in placement and buries the server in cell0 again
+    from its BuildRequest, with its history and fault, rebuildable.
+
+    :param journal: the move as read, handed off before *cutoff*.
+    :returns: one of the outcome phrases of this module.
+    """
+    admin = context.elevated()
+    uuid = journal.instance_uuid
+    cells = dropped.cells_holding(admin, uuid)
+    if cells:
+        LOG.warning('Server %s is still a BuildRequest long after its '
+                    'hand-off, but cell %s holds an instance row of it: '
+                    'heal leaves it alone', uuid, ', '.join(cells))
+        return IN_A_CELL % ', '.join(cells)
+    try:
+        journal.reopen(heal_owner(), lease_seconds, cutoff, HAND_OFF_DROPPED)
+    except (exception.LeaseHeld, db_exc.DBDeadlock):
+        # Another heal reopened it, a new move started, or its DELETE
+        # forgot the journal: not this heal's.
+        return CONTENDED
+    LOG.warning('The conductor dropped the hand-off of server %s: it is '
+                'still a BuildRequest in no cell; heal buries it in cell0 '
+                'again', uuid)
+    dropped.release_allocation(admin, uuid)
+    outcome = UNDONE[undo.undo(admin, cell0_rows.get_cell0(admin), journal,
+                               RuntimeError(HAND_OFF_DROPPED))]
+    if outcome == DELETED:
+        return _forget_deleted(admin, journal)
+    return REBURIED if outcome == ROLLED_BACK else outcome
+
+
+def heal(context, lease_seconds, instance_uuid=None, hand_off_timeout=None):
+    """Heal every move in progress whose lease expired, and every hand-off
+    the conductor dropped.
+
+    :param hand_off_timeout: ``[cell0_rebuild] hand_off_timeout``; None
+        leaves dropped hand-offs alone.
     :returns: a list of (instance_uuid, step, outcome).
     """
+    moves = [(journal, heal_move, (lease_seconds,))
+             for journal in objects.MoveJournal.list_expired(
+                 context, lease_seconds, instance_uuid=instance_uuid)]
+    if hand_off_timeout is not None:
+        moves += [(journal, heal_dropped_hand_off, (lease_seconds, cutoff))
+                  for journal, cutoff in _dropped_hand_offs(
+                      context, hand_off_timeout, instance_uuid)]
     results = []
-    for journal in objects.MoveJournal.list_expired(
-            context, lease_seconds, instance_uuid=instance_uuid):
+    for journal, heal_one, args in moves:
         step = journal.step
         try:
-            outcome = heal_move(context, journal, lease_seconds)
+            outcome = heal_one(context, journal, *args)
         except Exception as exc:
             # One server that cannot be healed now (its cell down, say)
             # must not stop the others; its lease expires again and the
@@ -199,3 +271,20 @@ def heal(context, lease_seconds, instance_uuid=None):
             outcome = FAILED % (str(exc) or type(exc).__name__)
         results.append((journal.instance_uuid, step, outcome))
     return results
+
+
+def _dropped_hand_offs(context, hand_off_timeout, instance_uuid):
+    """(journal, cutoff) of the moves whose cast was sent before now minus
+    *hand_off_timeout* whose server is still an unmapped BuildRequest.
+
+    Two indexed statements, whatever the number of past moves: only the
+    servers still waiting as a BuildRequest that old are looked up.
+    """
+    admin = context.elevated()
+    cutoff = timeutils.utcnow() - datetime.timedelta(
+        seconds=hand_off_timeout)
+    uuids = build_requests.unmapped_before(admin, cutoff)
+    if instance_uuid is not None:
+        uuids = [uuid for uuid in uuids if uuid == instance_uuid]
+    return [(journal, cutoff) for journal in
+            objects.MoveJournal.list_handed_off_before(admin, cutoff, uuids)]

@@ -191,8 +191,11 @@ def nova_conf(workdir, api_galera_node=None):
         'notifications': {'notification_format': 'both'},
         'scheduler': {'discover_hosts_in_cells_interval': '-1'},
         'conductor': {'workers': '1'},
-        # The shortest lease, so the scenario can heal a killed move soon.
-        'cell0_rebuild': {'move_lease_seconds': '10'},
+        # The shortest lease and hand-off timeout, so that the scenarios
+        # can heal a killed move, or a hand-off the conductor dropped
+        # when its database failed over, soon.
+        'cell0_rebuild': {'move_lease_seconds': '10',
+                          'hand_off_timeout': '30'},
         'wsgi': {'api_paste_config': os.path.join(workdir, 'etc', 'nova',
                                                   'api-paste.ini')},
     })

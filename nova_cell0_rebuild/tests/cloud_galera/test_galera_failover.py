@@ -42,6 +42,8 @@ from nova_cell0_rebuild.tests.cloud_galera import cluster
 FAILOVER_ANSWERS = (202, 409, 503)
 #: The minicloud's move lease (configs.nova_conf) and a margin.
 LEASE_WAIT = 11
+#: The minicloud's [cell0_rebuild] hand_off_timeout and a margin.
+HAND_OFF_TIMEOUT = 32
 
 
 class Prober(object):
@@ -276,20 +278,20 @@ class WriterKilledTest(GaleraTestCase):
     def test_writer_killed_after_the_hand_off(self):
         """Killed right after the 202, while the scheduler and conductor
         work: from the hand-off on, the server is in Nova's create
-        pipeline, and what the failover does to it is Nova's.
+        pipeline, and what the failover does to it is Nova's first.
 
-        Measured, in one run: the scheduler's placement call fails
-        (placement's database is failing over), NoValidHost, and the
-        conductor's burial in cell0 fails too: Nova leaves the server in
-        BUILD (task scheduling) with its BuildRequest, as it leaves a
-        create at that moment. In another, the burial worked, the retried
-        rebuild was accepted, and its build failed on the compute (its
-        conductor's connection cut when n1 came back: HAProxy's
-        shutdown-backup-sessions): ERROR in cell1. Either way the plugin
-        is done; what it must hold: the server is not lost, never built
-        twice, and a server in ERROR in cell0 is rebuilt to ACTIVE. The
-        outcome is recorded; a server Nova left in BUILD or in ERROR in
-        its cell is deleted, which must leave nothing allocated.
+        Measured: the scheduler's placement call or the conductor's own
+        database fails, and the conductor's cast ends without burying the
+        server: Nova leaves it in BUILD (task scheduling) as a
+        BuildRequest, as it leaves a create at that moment. Once the
+        hand-off is older than ``[cell0_rebuild] hand_off_timeout`` (30 s
+        in the minicloud), heal buries it in cell0 again, and it is
+        rebuilt to ACTIVE. In another run the burial worked (ERROR in
+        cell0, rebuilt to ACTIVE), or the build failed on the compute
+        (its conductor's connection cut when n1 came back: HAProxy's
+        shutdown-backup-sessions): ERROR in cell1, Nova's own, which is
+        deleted and must leave nothing allocated. Never lost, never built
+        twice.
         """
         uuid = self.buried_with_room()
         posted = time.monotonic()
@@ -311,7 +313,19 @@ class WriterKilledTest(GaleraTestCase):
         self.assertLessEqual(sum(rows.values()), 1, rows)
         self.assertLessEqual(
             len(self.cloud.placement_allocations(uuid)), 1)
-        if server['status'] == 'ACTIVE' or rows['nova_cell0']:
+        if server['status'] == 'BUILD':
+            # The conductor dropped the hand-off: heal once it timed out.
+            time.sleep(max(0, posted + HAND_OFF_TIMEOUT - time.monotonic()))
+            heal = self.cloud.manage('heal')
+            figures['dropped_hand_off_heal'] = (
+                heal.stdout.strip().splitlines()[-2:])
+            server = self._settled(uuid)
+            self.assertEqual(('ERROR', {'nova_cell0': 1, 'nova_cell1': 0}),
+                             (server['status'],
+                              self.cluster.instance_rows(uuid)))
+            self.assertEqual({}, self.cloud.placement_allocations(uuid))
+        if server['status'] == 'ACTIVE' or self.cluster.instance_rows(
+                uuid)['nova_cell0']:
             self._heal_and_finish(uuid, posted, figures)
             figures['outcome'] = 'ACTIVE'
         else:

@@ -270,6 +270,68 @@ class _JournalTest(object):
                                                            INSTANCE)
         self.assertFalse(journal.lease_expired(LEASE))
 
+    def _handed_off(self, seconds_ago):
+        """A move done (its cast sent) *seconds_ago*."""
+        journal = start(self.context, owner='api-1')
+        journal.advance(fields.MoveStep.CASTING)
+        journal.finish(fields.MoveStatus.DONE,
+                       step=fields.MoveStep.CAST_SENT)
+        past = timeutils.utcnow() - datetime.timedelta(seconds=seconds_ago)
+        with db_api.writer(self.context) as session:
+            session.query(models.MoveJournal).filter_by(
+                instance_uuid=INSTANCE).update({'finished_at': past},
+                                               synchronize_session=False)
+        return timeutils.utcnow() - datetime.timedelta(seconds=60)
+
+    def _handed_off_before(self, cutoff):
+        return objects.MoveJournal.list_handed_off_before(
+            self.context, cutoff, [INSTANCE])
+
+    def test_only_hand_offs_older_than_the_cutoff_are_listed(self):
+        cutoff = self._handed_off(seconds_ago=30)
+        self.assertEqual([], self._handed_off_before(cutoff))
+        cutoff = self._handed_off(seconds_ago=61)
+        self.assertEqual([INSTANCE], [journal.instance_uuid for journal
+                                      in self._handed_off_before(cutoff)])
+        # A move left at casting is not one: its cast may leave later.
+        start(self.context).advance(fields.MoveStep.CASTING)
+        expire(self.context)
+        self.assertEqual([], self._handed_off_before(cutoff))
+
+    def test_one_of_many_reopens_a_dropped_hand_off(self):
+        cutoff = self._handed_off(seconds_ago=61)
+        copies = [self._handed_off_before(cutoff)[0]
+                  for _ in range(WORKERS)]
+        outcomes = self._race(lambda i: copies[i].reopen(
+            'heal-%d' % i, LEASE, cutoff, 'dropped'))
+        self.assertEqual(1, outcomes.count('won'), outcomes)
+        self.assertEqual(WORKERS - 1, outcomes.count('LeaseHeld'))
+        stored = objects.MoveJournal.get_by_instance_uuid(self.context,
+                                                          INSTANCE)
+        self.assertEqual(
+            (fields.MoveStatus.IN_PROGRESS,
+             fields.MoveStep.CELL0_ROWS_REMOVED, 'dropped', None),
+            (stored.status, stored.step, stored.last_error,
+             stored.finished_at))
+        self.assertFalse(stored.lease_expired(LEASE))
+        # Reopened: no longer a hand-off, and the new holder's lease
+        # fences the readers of the old journal.
+        self.assertEqual([], self._handed_off_before(cutoff))
+        self.assertRaises(exception.LeaseHeld, copies[0].reopen, 'heal',
+                          LEASE, cutoff, 'dropped')
+
+    def test_a_new_move_wins_over_a_stale_reopen(self):
+        cutoff = self._handed_off(seconds_ago=61)
+        stale = self._handed_off_before(cutoff)[0]
+        # The server was rebuilt again meanwhile (after a burial by Nova).
+        start(self.context, owner='api-2')
+        self.assertRaises(exception.LeaseHeld, stale.reopen, 'heal', LEASE,
+                          cutoff, 'dropped')
+        stored = objects.MoveJournal.get_by_instance_uuid(self.context,
+                                                          INSTANCE)
+        self.assertEqual(('api-2', fields.MoveStep.CLAIMED),
+                         (stored.owner, stored.step))
+
     def test_one_record_per_request(self):
         def create(i):
             objects.CreateRecord(

@@ -1,0 +1,193 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""A hand-off Nova's conductor dropped: heal buries the server again.
+
+The conductor's ``schedule_and_build_instances`` fails after its scheduler
+claimed the server's resources and before it wrote the instance in a cell,
+as it does when its database fails over under it (the Galera cloud job
+kills the writer then): Nova neither buries nor retries it, and the
+server stays in BUILD as a BuildRequest with an allocation. Once the
+hand-off is older than ``[cell0_rebuild] hand_off_timeout``, heal releases
+the allocation and buries it in cell0 again with its fault and history;
+rebuilt, it is ACTIVE with one allocation, same UUID, nothing lost.
+"""
+
+import datetime
+
+import eventlet
+from eventlet import event
+import fixtures
+from nova.conductor import manager as nova_conductor
+from nova import context as nova_context
+from nova import objects as nova_objects
+from oslo_db import exception as db_exc
+from oslo_utils import timeutils
+
+from nova_cell0_rebuild import objects
+from nova_cell0_rebuild.objects import fields
+from nova_cell0_rebuild.tasks import heal
+from nova_cell0_rebuild.tests.functional import base
+from nova_cell0_rebuild.tests.functional import test_move_faults
+
+HAND_OFF_TIMEOUT = 3600
+
+
+class DroppedHandOffTest(test_move_faults.MoveChecks,
+                         base.Cell0RebuildTestCase):
+
+    def _drop_the_hand_off(self):
+        """The conductor loses its database once its scheduler claimed.
+
+        :returns: an event sent when the conductor gives up on the build:
+            the error propagates out of its ``schedule_and_build_instances``
+            with nothing written after it.
+        """
+        dropped = event.Event()
+        scheduled = []
+        real_schedule = nova_conductor.ComputeTaskManager._schedule_instances
+        real_get_by_host = nova_objects.HostMapping.get_by_host
+
+        def schedule(*args, **kwargs):
+            host_lists = real_schedule(*args, **kwargs)
+            scheduled.append(True)
+            return host_lists
+
+        def get_by_host(cls, context, host):
+            if not scheduled or dropped.ready():
+                # Before the scheduler claimed, or the next build.
+                return real_get_by_host(context, host)
+            dropped.send()
+            raise db_exc.DBConnectionError('the writer node is gone')
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.conductor.manager.ComputeTaskManager._schedule_instances',
+            schedule))
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.objects.host_mapping.HostMapping.get_by_host',
+            classmethod(get_by_host)))
+        return dropped
+
+    def _allocations(self, server_id):
+        return self.placement.get(
+            '/allocations/%s' % server_id).body['allocations']
+
+    def _heal(self, later=0):
+        """Heal as it runs *later* seconds from now (the clock set there
+        for heal only: Nova's services would look down to the others).
+        """
+        timeutils.set_time_override(
+            timeutils.utcnow() + datetime.timedelta(seconds=later))
+        try:
+            return heal.heal(self.admin_context, self.lease_seconds,
+                             hand_off_timeout=HAND_OFF_TIMEOUT)
+        finally:
+            timeutils.clear_time_override()
+
+    def _dropped(self):
+        """A buried server whose rebuild the conductor dropped."""
+        self._set_capacity(False)
+        server = self._buried()
+        fields_before = self._user_fields(server['id'])
+        self._set_capacity(True)
+        dropped = self._drop_the_hand_off()
+        self.assertEqual(202, self._rebuild(server['id']).status)
+        with eventlet.Timeout(60):
+            dropped.wait()
+        return server['id'], fields_before
+
+    def test_dropped_hand_off_is_buried_again_then_rebuilt(self):
+        server_id, fields_before = self._dropped()
+        # What Nova leaves: BUILD, a BuildRequest in no cell, and the
+        # allocation its scheduler claimed.
+        self.assertEqual(('none', False, True, False),
+                         self._where(server_id))
+        self.assertEqual('BUILD', self.api.get_server(server_id)['status'])
+        self.assertEqual(1, len(self._allocations(server_id)))
+
+        # Within the timeout heal leaves it: the conductor may still work.
+        self.assertEqual([], self._heal())
+        self.assertEqual(('none', False, True, False),
+                         self._where(server_id))
+
+        self.assertEqual([(server_id, 'cast_sent', heal.REBURIED)],
+                         self._heal(later=HAND_OFF_TIMEOUT + 1))
+        self.assertEqual(('cell0', True, False, False),
+                         self._where(server_id))
+        self.assertEqual({}, self._allocations(server_id))
+        server = self._wait_for_state_change(
+            self.api.get_server(server_id), 'ERROR')
+        self.assertIn('No valid host', server['fault']['message'])
+        self.assertEqual(fields_before, self._user_fields(server_id))
+        journal = objects.MoveJournal.get_by_instance_uuid(
+            self.admin_context, server_id)
+        self.assertEqual(
+            (fields.MoveStatus.ROLLED_BACK, heal.HAND_OFF_DROPPED),
+            (journal.status, journal.last_error))
+        # Healed once: the next heal has nothing to do.
+        self.assertEqual([], self._heal(later=HAND_OFF_TIMEOUT + 1))
+
+        self.assertEqual(202, self._rebuild(server_id).status)
+        self._wait_for_state_change(self.api.get_server(server_id),
+                                    'ACTIVE')
+        self.assertEqual('cell1', self._assert_exists_once(server_id))
+        self.assertEqual(1, len(self._allocations(server_id)))
+        self.assertEqual(fields_before, self._user_fields(server_id))
+
+    def test_heal_stopped_after_reopening_releases_the_allocation(self):
+        # Heal took the hand-off back, then its process died before it
+        # released anything: the heal that takes the move over once its
+        # lease expired finishes the burial, allocation included.
+        server_id, _fields = self._dropped()
+        with fixtures.MockPatch(
+                'nova_cell0_rebuild.adapters.nova_dropped_hand_offs.'
+                'release_allocation',
+                side_effect=test_move_faults.SimulatedCrash):
+            self.assertRaises(test_move_faults.SimulatedCrash, self._heal,
+                              later=HAND_OFF_TIMEOUT + 1)
+        journal = objects.MoveJournal.get_by_instance_uuid(
+            self.admin_context, server_id)
+        self.assertEqual((fields.MoveStatus.IN_PROGRESS,
+                          fields.MoveStep.CELL0_ROWS_REMOVED),
+                         (journal.status, journal.step))
+        self.assertEqual(1, len(self._allocations(server_id)))
+
+        self._expire_move_leases(server_id)
+        self.assertEqual(
+            [(server_id, 'cell0_rows_removed', heal.ROLLED_BACK)],
+            self._heal())
+        self.assertEqual(('cell0', True, False, False),
+                         self._where(server_id))
+        self.assertEqual({}, self._allocations(server_id))
+
+    def test_server_deleted_after_the_drop_is_not_buried(self):
+        server_id, _fields = self._dropped()
+        self.api.delete_server(server_id)
+        self._wait_until_deleted({'id': server_id})
+        self.assertEqual([], self._heal(later=HAND_OFF_TIMEOUT + 1))
+        self.assertEqual('deleted', self._where(server_id)[0])
+        self.assertEqual({}, self._allocations(server_id))
+
+    def test_instance_row_in_a_cell_is_left_alone(self):
+        # The conductor wrote the instance in cell1, then lost the API
+        # database before it mapped it: not the plugin's to bury.
+        server_id, _fields = self._dropped()
+        build_request = nova_objects.BuildRequest.get_by_instance_uuid(
+            self.admin_context, server_id)
+        instance = build_request.get_new_instance(self.admin_context)
+        with nova_context.target_cell(self.admin_context,
+                                      self.cell_mappings['cell1']) as cctxt:
+            instance._context = cctxt
+            instance.create()
+        self.assertEqual([(server_id, 'cast_sent', heal.IN_A_CELL % 'cell1')],
+                         self._heal(later=HAND_OFF_TIMEOUT + 1))
+        self.assertEqual(('none', False, True, True),
+                         self._where(server_id))
