@@ -39,6 +39,7 @@ class TestOptions(base.BaseTestCase):
         self.assertFalse(group.allow_unrecorded)
         self.assertIsNone(group.connection)
         self.assertEqual(300, group.move_lease_seconds)
+        self.assertEqual(3600, group.hand_off_timeout)
 
     def test_microversions_are_checked_by_the_plugin(self):
         # Not by oslo.config, whose message would name its internals:
@@ -54,6 +55,11 @@ class TestOptions(base.BaseTestCase):
                               'move_lease_seconds', value,
                               group='cell0_rebuild')
 
+    def test_hand_off_timeout_is_bounded(self):
+        # Below 30 s a conductor still scheduling would be raced.
+        self.assertRaises(ValueError, self.conf.set_override,
+                          'hand_off_timeout', 29, group='cell0_rebuild')
+
     def test_list_opts_names_every_option(self):
         listed = opts.list_opts()
         self.assertEqual(['cell0_rebuild', 'cell0_rebuild_client',
@@ -62,8 +68,8 @@ class TestOptions(base.BaseTestCase):
         group, options = listed[0]
         self.assertEqual(
             {'min_microversion', 'reaper_min_microversion', 'enabled_gates',
-             'allow_unrecorded', 'move_lease_seconds', 'connection',
-             'notification_retries', 'notification_timeout'},
+             'allow_unrecorded', 'move_lease_seconds', 'hand_off_timeout',
+             'connection', 'notification_retries', 'notification_timeout'},
             {opt.name for opt in options})
         self.assertTrue(all(opt.help.strip() for opt in options))
 
