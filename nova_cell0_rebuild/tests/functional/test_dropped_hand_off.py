@@ -23,6 +23,7 @@ rebuilt, it is ACTIVE with one allocation, same UUID, nothing lost.
 """
 
 import datetime
+import pkgutil
 
 import eventlet
 from eventlet import event
@@ -37,13 +38,14 @@ from nova_cell0_rebuild import objects
 from nova_cell0_rebuild.objects import fields
 from nova_cell0_rebuild.tasks import heal
 from nova_cell0_rebuild.tests.functional import base
+from nova_cell0_rebuild.tests.functional import test_delete_races
 from nova_cell0_rebuild.tests.functional import test_move_faults
 
 HAND_OFF_TIMEOUT = 3600
 
 
-class DroppedHandOffTest(test_move_faults.MoveChecks,
-                         base.Cell0RebuildTestCase):
+class _DroppedHandOff(test_move_faults.MoveChecks):
+    """A conductor that drops the hand-off, and heal after the timeout."""
 
     def _drop_the_hand_off(self):
         """The conductor loses its database once its scheduler claimed.
@@ -92,10 +94,13 @@ class DroppedHandOffTest(test_move_faults.MoveChecks,
         finally:
             timeutils.clear_time_override()
 
-    def _dropped(self):
-        """A buried server whose rebuild the conductor dropped."""
+    def _dropped(self, buried=None):
+        """A buried server whose rebuild the conductor dropped.
+
+        :returns: its id and what its user sees of it, from before.
+        """
         self._set_capacity(False)
-        server = self._buried()
+        server = (buried or self._buried)()
         fields_before = self._user_fields(server['id'])
         self._set_capacity(True)
         dropped = self._drop_the_hand_off()
@@ -103,6 +108,9 @@ class DroppedHandOffTest(test_move_faults.MoveChecks,
         with eventlet.Timeout(60):
             dropped.wait()
         return server['id'], fields_before
+
+
+class DroppedHandOffTest(_DroppedHandOff, base.Cell0RebuildTestCase):
 
     def test_dropped_hand_off_is_buried_again_then_rebuilt(self):
         server_id, fields_before = self._dropped()
@@ -191,3 +199,47 @@ class DroppedHandOffTest(test_move_faults.MoveChecks,
                          self._heal(later=HAND_OFF_TIMEOUT + 1))
         self.assertEqual(('none', False, True, True),
                          self._where(server_id))
+
+
+#: The dropped hand-off's heal, step by step, where a DELETE may land.
+HEAL_STEPS = [
+    'nova_cell0_rebuild.adapters.nova_dropped_hand_offs.cells_holding',
+    'nova_cell0_rebuild.objects.move_journal.MoveJournal.reopen',
+    'nova_cell0_rebuild.adapters.nova_dropped_hand_offs.release_allocation',
+    'nova_cell0_rebuild.tasks.server_history.bury_again',
+    'nova_cell0_rebuild.adapters.nova_build_requests.'
+    'remap_to_cell0_and_drop_build_request',
+]
+
+
+class DeleteDuringTheBurialTest(_DroppedHandOff,
+                                test_delete_races.DeleteRacesTestBase):
+    """The user deletes the server at each step of the heal that buries it
+    again: the DELETE wins, and after Nova's archive nothing is left.
+    """
+
+    def test_delete_at_every_step_of_the_burial(self):
+        servers, outcomes = {}, {}
+        for step in HEAL_STEPS:
+            server_id, _fields = self._dropped(
+                buried=self._create_grouped_buried_server)
+            servers[step] = server_id
+            real = pkgutil.resolve_name(step)
+            fired = []
+
+            def delete_first(*args, _real=real, _id=server_id, **kwargs):
+                if not fired:
+                    fired.append(True)
+                    self._delete(_id)
+                return _real(*args, **kwargs)
+            with fixtures.MonkeyPatch(step, delete_first):
+                outcomes[step] = [outcome for _uuid, _step, outcome in
+                                  self._heal(later=HAND_OFF_TIMEOUT + 1)]
+            self.assertEqual([True], fired, step)
+        # Heal says what happened: a DELETE before it took the move back
+        # forgot the journal (the move was not heal's to take); after it,
+        # heal removed what the deleted server left.
+        self.assertEqual(
+            dict((step, [heal.CONTENDED if number < 2 else heal.DELETED])
+                 for number, step in enumerate(HEAL_STEPS)), outcomes)
+        self._assert_nothing_left(servers)
