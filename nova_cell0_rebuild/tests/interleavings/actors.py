@@ -82,6 +82,20 @@ def heal_after_lease(name, via_cli):
     return build
 
 
+def heal_late(world):
+    """Heal once a dropped hand-off timed out (the clock moves first)."""
+    def run():
+        world.advance_clock(world.hand_off_timeout + 1)
+        return heal.heal(world.admin_context, world.lease_seconds,
+                         hand_off_timeout=world.hand_off_timeout)
+    return explorer.Actor('heal_late', run)
+
+
+def drop(world):
+    """Nova's conductor will drop the next hand-off (after its claim)."""
+    return explorer.Actor('drop', world.drop_hand_off)
+
+
 def nova_manage_heal(world):
     """``nova-cell0-rebuild-manage heal``: its return code."""
     commands = manage.Cell0Commands(context=world.admin_context,
@@ -168,6 +182,8 @@ ACTORS = {
     'rebuild_b': rebuild('rebuild_b', 'b'),
     'heal_a': heal_after_lease('heal_a', via_cli=False),
     'heal_b': heal_after_lease('heal_b', via_cli=True),
+    'heal_late': heal_late,
+    'drop': drop,
     'clock': clock,
     'delete': delete,
     'rename': rename,

@@ -32,11 +32,14 @@ import time
 import fixtures as fixtures_lib
 from nova.api.openstack import wsgi_app
 from nova.api import wsgi
+from nova.conductor import manager as conductor_manager
 from nova import context as nova_context
 from nova.db.api import api as api_db_api
 from nova.db.main import api as main_db_api
+from nova.objects import host_mapping
 from nova.tests import fixtures as nova_fixtures
 from nova.tests.functional.api import client as api_client
+from oslo_config import cfg
 from oslo_utils import timeutils
 from placement import db_api as placement_db_api
 import sqlalchemy as sa
@@ -88,6 +91,66 @@ class Snapshot(object):
             self._copy(engine, self.copies[name])
 
 
+class HandOffDropped(Exception):
+    """The conductor lost its database after its scheduler claimed."""
+
+
+class DroppedHandOffs(fixtures_lib.Fixture):
+    """Nova's conductor drops a hand-off when the world says so.
+
+    Once ``world.drop_next_hand_off`` is set, the next build's scheduling
+    claims its allocation and the conductor then fails before it writes
+    the instance in a cell, as when its database fails over (the Galera
+    cloud job, tests/functional/test_dropped_hand_off.py). Casts are made
+    calls here: the failure is swallowed where the conductor's RPC server
+    would log it, so the caster sees what a real cast gives it, nothing.
+    """
+
+    _MANAGER = 'nova.conductor.manager.ComputeTaskManager.'
+
+    def __init__(self, world):
+        super().__init__()
+        self.world = world
+
+    def _setUp(self):
+        world = self.world
+        real_schedule = conductor_manager.ComputeTaskManager.\
+            _schedule_instances
+        real_build = conductor_manager.ComputeTaskManager.\
+            schedule_and_build_instances
+        real_get_by_host = host_mapping.HostMapping.get_by_host
+        scheduled = []
+
+        def schedule(*args, **kwargs):
+            host_lists = real_schedule(*args, **kwargs)
+            if world.drop_next_hand_off:
+                world.drop_next_hand_off = False
+                scheduled.append(True)
+            return host_lists
+
+        def get_by_host(cls, context, host):
+            # The conductor's first read once its scheduler claimed:
+            # outside the try that buries a server whose scheduling
+            # failed.
+            if scheduled:
+                scheduled.pop()
+                raise HandOffDropped()
+            return real_get_by_host(context, host)
+
+        def build(*args, **kwargs):
+            try:
+                return real_build(*args, **kwargs)
+            except HandOffDropped:
+                return None
+        self.useFixture(fixtures_lib.MonkeyPatch(
+            self._MANAGER + '_schedule_instances', schedule))
+        self.useFixture(fixtures_lib.MonkeyPatch(
+            self._MANAGER + 'schedule_and_build_instances', build))
+        self.useFixture(fixtures_lib.MonkeyPatch(
+            'nova.objects.host_mapping.HostMapping.get_by_host',
+            classmethod(get_by_host)))
+
+
 class World(test_move_faults.MoveChecks, base.Cell0RebuildTestCase):
     """A buried server and everything the actors act on, per schedule.
 
@@ -105,6 +168,7 @@ class World(test_move_faults.MoveChecks, base.Cell0RebuildTestCase):
         self.engine = explorer.Explorer()
         # Before the first boot: Nova's RPC dispatcher keeps the conductor
         # methods it found on first use.
+        self.useFixture(DroppedHandOffs(self))
         self.useFixture(step_points.StepPoints(self.engine.step))
         self.useFixture(reflect_once.ReflectOnce())
         self.api_b, self.admin_api_b = self._second_api()
@@ -204,6 +268,7 @@ class World(test_move_faults.MoveChecks, base.Cell0RebuildTestCase):
         self.snapshot.restore()
         self._reset_compute()
         timeutils._override_time = self.epoch
+        self.drop_next_hand_off = False
         self.notifier.reset()
         self.answers = []
         self.accepted = []
@@ -216,13 +281,27 @@ class World(test_move_faults.MoveChecks, base.Cell0RebuildTestCase):
         manager.rt.tracked_migrations.clear()
         manager.update_available_resource(self.admin_context)
 
-    def advance_clock(self):
-        """Let every lease run out: time moves past move_lease_seconds."""
+    def drop_hand_off(self):
+        """Nova's conductor drops the next hand-off (DroppedHandOffs)."""
+        # Not a database write, but it changes what the conductor does:
+        # never quiet (never reordered).
+        self.engine.quiet(False)
+        self.drop_next_hand_off = True
+
+    @property
+    def hand_off_timeout(self):
+        return cfg.CONF.cell0_rebuild.hand_off_timeout
+
+    def advance_clock(self, seconds=None):
+        """Let every lease run out: time moves past move_lease_seconds.
+
+        :param seconds: how far it moves instead.
+        """
         # Not a database write, but what every lease check reads: the
         # segment that moves the clock is never quiet (never reordered).
         self.engine.quiet(False)
         timeutils._override_time = timeutils.utcnow() + datetime.timedelta(
-            seconds=self.lease_seconds + 1)
+            seconds=seconds or self.lease_seconds + 1)
         # Every service kept reporting while the time passed (a compute
         # disabled stays disabled: that is not its heartbeat).
         for name in self.cell_mappings:

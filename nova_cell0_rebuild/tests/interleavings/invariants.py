@@ -26,7 +26,9 @@ fixed phrase (the summary counts by it), the detail says what was seen.
    a 5xx;
 6. ``left behind``: no journal in progress once cron's heal ran, and of
    a deleted server no journal, record, stash, mapping, RequestSpec,
-   BuildRequest, group membership or allocation.
+   BuildRequest, group membership or allocation;
+7. ``stuck``: no server is still a BuildRequest once the heal of dropped
+   hand-offs ran (Nova's conductor dropping one is an actor).
 """
 
 import json
@@ -233,14 +235,28 @@ def _history(world, tables):
 
 
 def _heal_at_rest(world):
-    """What cron's heal does once every lease ran out.
+    """What cron's heal does once every lease ran out, and once a hand-off
+    the conductor dropped timed out.
 
     A move whose holder lost its lease after the cast (heal left it alone
     then) is finished by the next heal: a journal still in progress after
-    that one is left behind.
+    that one is left behind. A server the conductor dropped is buried in
+    cell0 again by the heal after the timeout: one still a BuildRequest
+    then is stuck.
     """
     world.advance_clock()
     heal.heal(world.admin_context, world.lease_seconds)
+    world.advance_clock(world.hand_off_timeout + 1)
+    heal.heal(world.admin_context, world.lease_seconds,
+              hand_off_timeout=world.hand_off_timeout)
+
+
+def _stuck(world):
+    """No server waits as a BuildRequest once the heals at rest ran."""
+    mapped, _cell0, build_request, _cell1 = world._where(world.server_id)
+    if build_request:
+        yield ('stuck', 'still a BuildRequest (mapped to %s) after the '
+               'heal of dropped hand-offs' % mapped)
 
 
 def check(world, tables):
@@ -252,6 +268,7 @@ def check(world, tables):
     violations += list(_homes(world, deleted))
     violations += list(_writes(world))
     violations += list(_journal_in_progress(world))
+    violations += list(_stuck(world))
     violations += list(_allocations(world, deleted))
     if deleted:
         violations += list(_history(world, tables))

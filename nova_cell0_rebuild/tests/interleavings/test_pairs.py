@@ -33,7 +33,8 @@ CLASSES = 4
 #: Schedules of a rebuild paired with each actor, as measured on main
 #: (only used to balance the classes; a pair not listed counts 12).
 WITH_A_REBUILD = {'purge': 340, 'delete': 130, 'heal_a': 75, 'heal_b': 75,
-                  'rebuild_a': 45, 'rebuild_b': 45}
+                  'rebuild_a': 45, 'rebuild_b': 45, 'drop': 40,
+                  'heal_late': 40}
 
 PAIRS = list(itertools.combinations(actors.ACTORS, 2))
 

@@ -27,11 +27,14 @@ from nova_cell0_rebuild.tests.interleavings import actors
 from nova_cell0_rebuild.tests.interleavings import harness
 
 #: Triples always in the sample: two undos of one move overlapping (issue
-#: 25, point 1) and a write racing a move and its heal.
+#: 25, point 1), a write racing a move and its heal, and a hand-off the
+#: conductor drops with the heal that buries it again, or a DELETE.
 ALWAYS = [('rebuild_a', 'heal_a', 'heal_b'),
           ('rebuild_a', 'rebuild_b', 'heal_a'),
           ('rebuild_a', 'heal_a', 'rename'),
-          ('rebuild_a', 'delete', 'archive')]
+          ('rebuild_a', 'delete', 'archive'),
+          ('rebuild_a', 'drop', 'heal_late'),
+          ('rebuild_a', 'drop', 'delete')]
 
 #: Triples drawn at random besides, and schedules run of each.
 TRIPLES = 16
