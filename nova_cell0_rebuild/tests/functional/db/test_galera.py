@@ -10,7 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The journal's compare-and-swaps raced through two Galera nodes.
+"""The journal's and the relays' ledger's compare-and-swaps raced through
+two Galera nodes.
 
 On one node the loser of a compare-and-swap finds rowcount 0. Through two
 nodes of a Galera cluster it usually loses at COMMIT instead, when its
@@ -50,6 +51,7 @@ from nova_cell0_rebuild.db import models
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild import objects
 from nova_cell0_rebuild.objects import fields
+from nova_cell0_rebuild.objects import relay_announcement as announcement
 from nova_cell0_rebuild.tests.functional.db import base
 from nova_cell0_rebuild.tests import quiet_output
 
@@ -279,3 +281,109 @@ class TestCompareAndSwapThroughTwoNodes(GaleraTestCase):
             journal.advance(Step.BUILD_REQUEST_WRITTEN)
         outcomes = self.race(self._write_row, forget, advance)
         self.assertOneWonOthersLost(outcomes)
+
+
+class TestRelayLedgerThroughTwoNodes(GaleraTestCase):
+    """Two relays, each writing through its own node, and one burial.
+
+    The ledger (objects/relay_announcement.py) must let exactly one of them
+    announce it: on Galera the loser's INSERT or UPDATE usually fails
+    certification at COMMIT (DBDeadlock), which the claim retries and then
+    reads as the other relay's win, never as an error or as its own.
+    """
+
+    def _await_expired(self, message_id):
+        """Wait until the second node reads the burial's claim as expired.
+
+        (Galera applies a write-set on the other nodes asynchronously.)
+        """
+        deadline = time.monotonic() + 10
+        self.on_node(1)
+        context = nova_context.get_admin_context()
+        while True:
+            with db_api.reader(context) as session:
+                row = session.query(models.RelayAnnouncement).filter_by(
+                    instance_uuid=INSTANCE, message_id=message_id).first()
+            if row is not None and row.lease_expires_at < timeutils.utcnow():
+                return
+            self.assertLess(time.monotonic(), deadline,
+                            'node 2 never read the claim as expired')
+            time.sleep(0.05)
+
+    def _expired_claim(self, message_id):
+        """A claim of a relay that died: its lease ran out long ago."""
+        self.on_node(0)
+        context = nova_context.get_admin_context()
+        _outcome, claim = objects.RelayAnnouncement.claim(
+            context, INSTANCE, message_id, 'relay-dead', LEASE)
+        past = timeutils.utcnow() - datetime.timedelta(days=1)
+        with db_api.writer(context) as session:
+            session.query(models.RelayAnnouncement).filter_by(
+                id=claim.id).update({'lease_expires_at': past},
+                                    synchronize_session=False)
+        self._await_expired(message_id)
+        return claim
+
+    def _race(self, prepare, left, right):
+        """ROUNDS rounds, each on a burial of its own (a message id).
+
+        :param prepare: called with the message id before the race;
+            returns what both sides are handed.
+        :returns: a Counter of (left outcome, right outcome).
+        """
+        outcomes = collections.Counter()
+        for round_ in range(ROUNDS):
+            message_id = 'burial-%d' % round_
+            prepared = prepare(message_id)
+            results = {}
+            barrier = threading.Barrier(2)
+
+            def side(name, node, work):
+                self.on_node(node)
+                context = nova_context.get_admin_context()
+                try:
+                    barrier.wait(timeout=30)
+                    results[name] = work(context, message_id, prepared)
+                except Exception as exc:
+                    barrier.abort()
+                    results[name] = type(exc).__name__
+            threads = [threading.Thread(target=side, args=('l', 0, left)),
+                       threading.Thread(target=side, args=('r', 1, right))]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            outcomes[(results.get('l'), results.get('r'))] += 1
+        report = '\n'.join('%4d  %s / %s' % (n, left, right) for (
+            left, right), n in outcomes.most_common())
+        self.addDetail('outcomes', content.text_content(report))
+        LOG.warning('%s, %d rounds:\n%s', self.id(), ROUNDS, report)
+        return outcomes
+
+    @staticmethod
+    def _claim(context, message_id, _prepared):
+        return objects.RelayAnnouncement.claim(
+            context, INSTANCE, message_id, 'relay', LEASE)[0]
+
+    def test_claim_against_claim(self):
+        outcomes = self._race(lambda message_id: None,
+                              self._claim, self._claim)
+        self.assertEqual({(announcement.CLAIMED, announcement.HELD)},
+                         {tuple(sorted(pair)) for pair in outcomes})
+
+    def test_take_over_against_take_over(self):
+        outcomes = self._race(self._expired_claim, self._claim, self._claim)
+        self.assertEqual({(announcement.HELD, announcement.TAKEN_OVER)},
+                         {tuple(sorted(pair)) for pair in outcomes})
+
+    def test_mark_announced_against_take_over(self):
+        # The relay that held it publishes and marks it announced just as
+        # another takes its expired lease over: never both.
+        def mark(context, message_id, claim):
+            claim._context = context
+            return 'marked' if claim.mark_announced() else 'refused'
+        outcomes = self._race(self._expired_claim, mark, self._claim)
+        self.assertLessEqual(
+            set(outcomes), {('marked', announcement.ANNOUNCED),
+                            ('marked', announcement.HELD),
+                            ('refused', announcement.TAKEN_OVER)})
