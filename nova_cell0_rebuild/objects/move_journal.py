@@ -262,18 +262,30 @@ class MoveJournal(base.Cell0RebuildObject):
         self._set(self._context, values)
         self.lease_seconds = lease_seconds
 
-    @db_api.retry_on_deadlock
     def _take_over_in_db(self, owner, lease_seconds):
+        return self._take_lease_in_db(
+            owner, lease_seconds,
+            lambda now: self._expired(lease_seconds, now))
+
+    @db_api.retry_on_deadlock
+    def _take_lease_in_db(self, owner, lease_seconds, criteria, **changes):
+        """Take the move under a new fencing token, by compare-and-swap.
+
+        :param criteria: called with the time; SQL criteria the row must
+            also meet, besides being the row as this journal read it.
+        :param changes: other columns the taking sets.
+        :raises: LeaseHeld when the row is not that any more.
+        """
         now = timeutils.utcnow()
         values = dict(_lease(now, lease_seconds), owner=owner,
-                      lease_token=self.lease_token + 1)
+                      lease_token=self.lease_token + 1, **changes)
         with db_api.writer(self._context) as session:
             updated = session.query(models.MoveJournal).filter(
                 models.MoveJournal.id == self.id,
+                models.MoveJournal.status == self.status,
                 models.MoveJournal.step == self.step,
                 models.MoveJournal.lease_token == self.lease_token,
-                *self._expired(lease_seconds, now)).update(
-                    values, synchronize_session=False)
+                *criteria(now)).update(values, synchronize_session=False)
         if updated != 1:
             raise exception.LeaseHeld(uuid=self.instance_uuid)
         return values
@@ -324,25 +336,12 @@ class MoveJournal(base.Cell0RebuildObject):
         self._set(self._context, values)
         self.lease_seconds = lease_seconds
 
-    @db_api.retry_on_deadlock
     def _reopen_in_db(self, owner, lease_seconds, cutoff, error):
-        now = timeutils.utcnow()
-        values = dict(_lease(now, lease_seconds), owner=owner,
-                      last_error=error,
-                      status=Status.IN_PROGRESS,
-                      step=Step.CELL0_ROWS_REMOVED, finished_at=None,
-                      lease_token=self.lease_token + 1)
-        with db_api.writer(self._context) as session:
-            updated = session.query(models.MoveJournal).filter(
-                models.MoveJournal.id == self.id,
-                models.MoveJournal.status == self.status,
-                models.MoveJournal.step == self.step,
-                models.MoveJournal.lease_token == self.lease_token,
-                *self._handed_off_before(cutoff)).update(
-                    values, synchronize_session=False)
-        if updated != 1:
-            raise exception.LeaseHeld(uuid=self.instance_uuid)
-        return values
+        return self._take_lease_in_db(
+            owner, lease_seconds,
+            lambda now: self._handed_off_before(cutoff),
+            last_error=error, status=Status.IN_PROGRESS,
+            step=Step.CELL0_ROWS_REMOVED, finished_at=None)
 
     def _set(self, context, values):
         for key, value in values.items():

@@ -178,14 +178,22 @@ class GaleraTestCase(quiet_output.CappedDetails, oslo_base.BaseTestCase):
                     results[name] = type(exc).__name__
                 except Exception as exc:
                     results[name] = type(exc).__name__
-            threads = [
-                threading.Thread(target=side, args=('l', nodes[0], left)),
-                threading.Thread(target=side, args=('r', nodes[1], right))]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
+            self.in_threads(lambda: side('l', nodes[0], left),
+                            lambda: side('r', nodes[1], right))
             outcomes[(results.get('l'), results.get('r'))] += 1
+        return self.reported(outcomes)
+
+    @staticmethod
+    def in_threads(*calls):
+        """Run each of *calls* in a thread of its own; wait for all."""
+        threads = [threading.Thread(target=call) for call in calls]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    def reported(self, outcomes):
+        """*outcomes*, kept as the test's detail and logged."""
         report = '\n'.join('%4d  %s / %s' % (n, left, right) for (
             left, right), n in outcomes.most_common())
         self.addDetail('outcomes', content.text_content(report))
@@ -347,18 +355,10 @@ class TestRelayLedgerThroughTwoNodes(GaleraTestCase):
                 except Exception as exc:
                     barrier.abort()
                     results[name] = type(exc).__name__
-            threads = [threading.Thread(target=side, args=('l', 0, left)),
-                       threading.Thread(target=side, args=('r', 1, right))]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
+            self.in_threads(lambda: side('l', 0, left),
+                            lambda: side('r', 1, right))
             outcomes[(results.get('l'), results.get('r'))] += 1
-        report = '\n'.join('%4d  %s / %s' % (n, left, right) for (
-            left, right), n in outcomes.most_common())
-        self.addDetail('outcomes', content.text_content(report))
-        LOG.warning('%s, %d rounds:\n%s', self.id(), ROUNDS, report)
-        return outcomes
+        return self.reported(outcomes)
 
     @staticmethod
     def _claim(context, message_id, _prepared):
