@@ -28,13 +28,16 @@ from nova_cell0_rebuild.tests.interleavings import harness
 
 #: Triples always in the sample: two undos of one move overlapping (issue
 #: 25, point 1), a write racing a move and its heal, and a hand-off the
-#: conductor drops with the heal that buries it again, or a DELETE.
+#: conductor drops with the heal that buries it again, or a second
+#: rebuild. (A DELETE with it leaves the conductor's claim in placement:
+#: test_found.FoundTest.test_delete_while_the_conductor_drops_the_hand_off,
+#: an open defect.)
 ALWAYS = [('rebuild_a', 'heal_a', 'heal_b'),
           ('rebuild_a', 'rebuild_b', 'heal_a'),
           ('rebuild_a', 'heal_a', 'rename'),
           ('rebuild_a', 'delete', 'archive'),
           ('rebuild_a', 'drop', 'heal_late'),
-          ('rebuild_a', 'drop', 'delete')]
+          ('rebuild_a', 'drop', 'rebuild_b')]
 
 #: Triples drawn at random besides, and schedules run of each.
 TRIPLES = 16
