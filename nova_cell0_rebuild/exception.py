@@ -100,6 +100,11 @@ class LeaseHeld(Cell0RebuildException):
                 'lease is held.')
 
 
+class AllocationNotReleased(Cell0RebuildException):
+    msg_fmt = _('Placement could not be reached to release the allocation '
+                'of server %(uuid)s.')
+
+
 class ServiceCredentialsMissing(Cell0RebuildException):
     msg_fmt = _('No credentials to authenticate as a service: set auth_type '
                 'and the options of its auth plugin in [%(group)s] or in '

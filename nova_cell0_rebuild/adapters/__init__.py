@@ -35,6 +35,9 @@ touches one place:
     where a server lives: mappings, build requests, instances in cells.
 ``nova_deleted_servers``
     what archive would remove of a server deleted before it had a cell.
+``nova_dropped_hand_offs``
+    what the conductor leaves of a hand-off it dropped: instance rows in
+    cells, the allocation its scheduler claimed.
 ``nova_cell0_listing``
     paging through cell0 with create-action request ids.
 ``nova_notifications``

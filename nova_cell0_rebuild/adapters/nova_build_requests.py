@@ -227,12 +227,14 @@ def still_pending(context, instance_uuid):
 
 @api_db_api.context_manager.reader
 def unmapped_before(context, written_before):
-    """The uuids of the servers still waiting as a BuildRequest written
+    """The uuids of the servers still waiting as a BuildRequest dated
     before *written_before* (a naive UTC datetime), mapped to no cell.
 
-    One indexed statement. A create's or a move's BuildRequest lives for
-    the seconds the conductor takes to place it: one much older is a
-    hand-off nobody works on any more (or a server whose cell is down).
+    One statement. A pre-filter only: a move dates its BuildRequest with
+    the server's creation (Nova shows it as ``created``), so a moving
+    server's usually passes; whether its hand-off is old is the journal's
+    to say (``MoveJournal.list_handed_off_before``). The table holds the
+    servers waiting for the conductor: a few rows, scanned whole.
     """
     mapping = api_models.InstanceMapping
     request = api_models.BuildRequest

@@ -29,6 +29,7 @@ from nova.db.main import models as main_models
 from nova.scheduler.client import report
 
 from nova_cell0_rebuild.adapters import nova_servers
+from nova_cell0_rebuild import exception
 
 
 def cells_holding(context, instance_uuid):
@@ -61,6 +62,12 @@ def release_allocation(context, instance_uuid):
     A server buried in cell0 holds nothing; what the dropped hand-off's
     scheduler claimed would make the next build's claim of the same
     consumer fail.
+
+    :raises: AllocationNotReleased when placement cannot be reached: Nova's
+        report client then logs and returns None instead of raising, and
+        the caller must not go on as if the claim were gone.
     """
-    report.report_client_singleton().delete_allocation_for_instance(
-        context, instance_uuid, force=True)
+    released = report.report_client_singleton(
+    ).delete_allocation_for_instance(context, instance_uuid, force=True)
+    if released is None:
+        raise exception.AllocationNotReleased(uuid=instance_uuid)

@@ -133,6 +133,11 @@ CALLS = {
     'nova.objects.request_spec.RequestSpec.destroy_bulk': {
         ('cls', 'context', 'instance_uuids'): _ALL},
     'nova.scheduler.client.report.report_client_singleton': {(): _ALL},
+    # nova_deleted_servers, nova_dropped_hand_offs: force, and None when
+    # placement cannot be reached (its safe_connect decorator).
+    'nova.scheduler.client.report.SchedulerReportClient'
+    '.delete_allocation_for_instance': {
+        ('self', 'context', 'uuid', 'consumer_type', 'force'): _ALL},
     # nova_paste, nova_service_context.
     'nova.api.openstack.wsgi_app._get_config_files': {('env',): _ALL},
     'nova.context._ContextAuthPlugin.__init__': {

@@ -41,6 +41,9 @@ from nova_cell0_rebuild import gates
 from nova_cell0_rebuild.objects import record_coverage
 
 CONF = cfg.CONF
+#: Nova's default [DEFAULT] long_rpc_timeout, where Nova's options are not
+#: registered.
+NOVA_LONG_RPC_TIMEOUT = 1800
 
 PROG = 'nova-cell0-rebuild-status'
 
@@ -243,6 +246,31 @@ class UpgradeCommands(upgradecheck.UpgradeCommands):
             "existing queue with another type: delete Nova's queues while "
             "its services are stopped)."))
 
+    def _check_hand_off_timeout(self):
+        """Heal waits longer for a dropped hand-off than a conductor waits
+        for the scheduler.
+        """
+        timeout = CONF.cell0_rebuild.hand_off_timeout
+        try:
+            longest = CONF.long_rpc_timeout
+        except cfg.NoSuchOptError:
+            longest = NOVA_LONG_RPC_TIMEOUT
+        values = {'timeout': timeout, 'longest': longest}
+        if timeout > longest:
+            return Result(Code.SUCCESS, _(
+                '[cell0_rebuild] hand_off_timeout (%(timeout)d s) is longer '
+                'than [DEFAULT] long_rpc_timeout (%(longest)d s): heal '
+                'buries again only hand-offs no conductor still '
+                'schedules.') % values)
+        return Result(Code.WARNING, _(
+            '[cell0_rebuild] hand_off_timeout (%(timeout)d s) is not longer '
+            'than [DEFAULT] long_rpc_timeout (%(longest)d s), the longest a '
+            'conductor waits for the scheduler: heal may bury again a '
+            'server a conductor is still placing, and that conductor then '
+            'deletes its mapping. Set it above long_rpc_timeout plus the '
+            'longest a cast may wait in RabbitMQ while every conductor is '
+            'down.') % values)
+
     _upgrade_checks = (
         (_('API pipeline'), _check_pipeline),
         (_('Database'), _check_database),
@@ -250,6 +278,7 @@ class UpgradeCommands(upgradecheck.UpgradeCommands):
         (_('Gates'), _check_gates),
         (_('Servers in cell0 without a create record'), _check_unrecorded),
         (_('Durable RPC queues'), _check_durable_queues),
+        (_('Hand-off timeout'), _check_hand_off_timeout),
     )
 
 

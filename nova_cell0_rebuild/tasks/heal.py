@@ -94,11 +94,14 @@ REBURIED = 'buried in cell0 again: the conductor dropped the hand-off'
 IN_A_CELL = ('left alone: the conductor dropped the hand-off after it wrote '
              'the instance in cell %s')
 
-#: ``last_error`` of a move heal reopened (MoveJournal.reopen): the
-#: conductor's scheduler may have claimed an allocation for it.
-HAND_OFF_DROPPED = ('the conductor dropped the hand-off: still a '
+#: How ``last_error`` of a move heal reopened (MoveJournal.reopen) starts,
+#: whatever the words after it: the conductor's scheduler may have claimed
+#: an allocation for it. Kept as it is across releases: a heal of a newer
+#: release finishes a move an older one reopened.
+DROPPED_MARK = 'hand-off dropped:'
+HAND_OFF_DROPPED = ('%s the conductor never placed the server; still a '
                     'BuildRequest in no cell [cell0_rebuild] '
-                    'hand_off_timeout after it was cast')
+                    'hand_off_timeout after it was cast' % DROPPED_MARK)
 
 
 #: What heal reports for each outcome of its undo: what it really did.
@@ -161,7 +164,7 @@ def heal_move(context, journal, lease_seconds):
         # late, delete the mapping of a server that then lives in cell0.
         outcome = LEFT_ALONE
     else:
-        if journal.last_error == HAND_OFF_DROPPED:
+        if (journal.last_error or '').startswith(DROPPED_MARK):
             # A reopened hand-off whose heal stopped before it buried it.
             dropped.release_allocation(admin, uuid)
         outcome = UNDONE[undo.undo(admin, cell0, journal,
@@ -250,14 +253,22 @@ def heal(context, lease_seconds, instance_uuid=None, hand_off_timeout=None):
         leaves dropped hand-offs alone.
     :returns: a list of (instance_uuid, step, outcome).
     """
+    results = []
     moves = [(journal, heal_move, (lease_seconds,))
              for journal in objects.MoveJournal.list_expired(
                  context, lease_seconds, instance_uuid=instance_uuid)]
     if hand_off_timeout is not None:
-        moves += [(journal, heal_dropped_hand_off, (lease_seconds, cutoff))
-                  for journal, cutoff in _dropped_hand_offs(
-                      context, hand_off_timeout, instance_uuid)]
-    results = []
+        try:
+            moves += [
+                (journal, heal_dropped_hand_off, (lease_seconds, cutoff))
+                for journal, cutoff in _dropped_hand_offs(
+                    context, hand_off_timeout, instance_uuid)]
+        except Exception as exc:
+            # The interrupted moves are healed all the same.
+            LOG.exception('Could not look for hand-offs the conductor '
+                          'dropped')
+            results.append((instance_uuid, None,
+                            FAILED % (str(exc) or type(exc).__name__)))
     for journal, heal_one, args in moves:
         step = journal.step
         try:
@@ -277,8 +288,8 @@ def _dropped_hand_offs(context, hand_off_timeout, instance_uuid):
     """(journal, cutoff) of the moves whose cast was sent before now minus
     *hand_off_timeout* whose server is still an unmapped BuildRequest.
 
-    Two indexed statements, whatever the number of past moves: only the
-    servers still waiting as a BuildRequest that old are looked up.
+    Two statements, whatever the number of past moves: only the journals
+    of servers still waiting as a BuildRequest are looked up.
     """
     admin = context.elevated()
     cutoff = timeutils.utcnow() - datetime.timedelta(

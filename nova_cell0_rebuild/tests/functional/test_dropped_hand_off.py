@@ -24,15 +24,19 @@ rebuilt, it is ACTIVE with one allocation, same UUID, nothing lost.
 
 import datetime
 import pkgutil
+import types
 
 import eventlet
 from eventlet import event
 import fixtures
+from keystoneauth1 import exceptions as ks_exc
 from nova.conductor import manager as nova_conductor
 from nova import context as nova_context
+from nova.db.api import api as api_db_api
 from nova import objects as nova_objects
 from oslo_db import exception as db_exc
 from oslo_utils import timeutils
+import sqlalchemy as sa
 
 from nova_cell0_rebuild import objects
 from nova_cell0_rebuild.objects import fields
@@ -83,16 +87,19 @@ class _DroppedHandOff(test_move_faults.MoveChecks):
             '/allocations/%s' % server_id).body['allocations']
 
     def _heal(self, later=0):
-        """Heal as it runs *later* seconds from now (the clock set there
-        for heal only: Nova's services would look down to the others).
+        """Heal as if it ran *later* seconds from now.
+
+        Only heal's own clock (which dates its cutoff) moves: Nova's
+        services keep reporting on the real one (a heartbeat dated an hour
+        ahead would make the compute look down once the clock is back).
         """
-        timeutils.set_time_override(
-            timeutils.utcnow() + datetime.timedelta(seconds=later))
-        try:
+        clock = types.SimpleNamespace(
+            utcnow=lambda: timeutils.utcnow() + datetime.timedelta(
+                seconds=later))
+        with fixtures.MonkeyPatch('nova_cell0_rebuild.tasks.heal.timeutils',
+                                  clock):
             return heal.heal(self.admin_context, self.lease_seconds,
                              hand_off_timeout=HAND_OFF_TIMEOUT)
-        finally:
-            timeutils.clear_time_override()
 
     def _dropped(self, buried=None):
         """A buried server whose rebuild the conductor dropped.
@@ -195,10 +202,65 @@ class DroppedHandOffTest(_DroppedHandOff, base.Cell0RebuildTestCase):
                                       self.cell_mappings['cell1']) as cctxt:
             instance._context = cctxt
             instance.create()
+        journal = objects.MoveJournal.get_by_instance_uuid(
+            self.admin_context, server_id)
         self.assertEqual([(server_id, 'cast_sent', heal.IN_A_CELL % 'cell1')],
                          self._heal(later=HAND_OFF_TIMEOUT + 1))
         self.assertEqual(('none', False, True, True),
                          self._where(server_id))
+        # Nothing taken or released: the move is as the conductor left it.
+        self.assertEqual(1, len(self._allocations(server_id)))
+        after = objects.MoveJournal.get_by_instance_uuid(
+            self.admin_context, server_id)
+        self.assertEqual(
+            (journal.status, journal.step, journal.lease_token,
+             journal.owner),
+            (after.status, after.step, after.lease_token, after.owner))
+
+    def test_the_age_of_the_hand_off_decides_not_the_servers(self):
+        # A server created long before its rebuild: its BuildRequest is
+        # dated with its creation, the hand-off is recent.
+        server_id, _fields = self._dropped()
+        with api_db_api.context_manager.writer.using(
+                self.admin_context) as session:
+            session.execute(sa.text(
+                'UPDATE build_requests SET created_at = :old '
+                'WHERE instance_uuid = :uuid'), {
+                    'old': timeutils.utcnow() - datetime.timedelta(
+                        seconds=2 * HAND_OFF_TIMEOUT),
+                    'uuid': server_id})
+        self.assertEqual([], self._heal())
+        self.assertEqual([], self._heal(later=HAND_OFF_TIMEOUT - 60))
+        self.assertEqual(('none', False, True, False),
+                         self._where(server_id))
+        self.assertEqual([(server_id, 'cast_sent', heal.REBURIED)],
+                         self._heal(later=HAND_OFF_TIMEOUT + 1))
+
+    def test_placement_unreachable_leaves_the_burial_to_the_next_heal(self):
+        # Nova's report client logs and returns None when placement cannot
+        # be reached: heal must not bury the server with the claim kept
+        # (the next build's claim of the same consumer would fail).
+        server_id, _fields = self._dropped()
+        with fixtures.MockPatch(
+                'nova.scheduler.client.report.SchedulerReportClient.delete',
+                side_effect=ks_exc.ConnectFailure('placement is away')):
+            (result,) = self._heal(later=HAND_OFF_TIMEOUT + 1)
+        self.assertEqual((server_id, 'cast_sent'), result[:2])
+        self.assertIn('Placement could not be reached', result[2])
+        self.assertEqual(('none', False, True, False),
+                         self._where(server_id))
+        self.assertEqual(1, len(self._allocations(server_id)))
+        journal = objects.MoveJournal.get_by_instance_uuid(
+            self.admin_context, server_id)
+        self.assertEqual(fields.MoveStatus.IN_PROGRESS, journal.status)
+
+        self._expire_move_leases(server_id)
+        self.assertEqual(
+            [(server_id, 'cell0_rows_removed', heal.ROLLED_BACK)],
+            self._heal())
+        self.assertEqual(('cell0', True, False, False),
+                         self._where(server_id))
+        self.assertEqual({}, self._allocations(server_id))
 
 
 #: The dropped hand-off's heal, step by step, where a DELETE may land.

@@ -24,6 +24,7 @@ import subprocess
 import sys
 
 import fixtures
+from nova.conf import rpc as nova_rpc_conf
 from nova.db.api import models as api_models
 from nova.db.main import models as main_models
 import oslo_messaging
@@ -270,7 +271,7 @@ class StatusCommandTest(base.TestCase):
         migration.db_sync(sa.create_engine(self.plugin_url))
         code, results, err = self._check()
         self.assertEqual(0, code, err)
-        self.assertEqual(6, len(results))
+        self.assertEqual(7, len(results))
         self.assertEqual({Code.SUCCESS}, set(results.values()), results)
 
     def test_malformed_min_microversion_is_one_line(self):
@@ -301,7 +302,7 @@ class StatusCommandTest(base.TestCase):
         code, out, err = self._status('--config-file', self.config,
                                       'upgrade', 'check')
         self.assertEqual(0, code, err)
-        self.assertEqual(6, out.count('Result: Success'), out)
+        self.assertEqual(7, out.count('Result: Success'), out)
 
     def test_missing_configuration_file(self):
         code, out, err = self._status(
@@ -354,3 +355,29 @@ class StatusCommandTest(base.TestCase):
         ours = _pbr_release()
         code, out, err = self._status('--version')
         self.assertEqual((0, ours + '\n'), (code, out), err)
+
+
+class HandOffTimeoutCheckTest(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        nova_rpc_conf.register_opts(self.conf)
+
+    def _check(self, **overrides):
+        for name, value in overrides.items():
+            group = 'cell0_rebuild' if name == 'hand_off_timeout' else None
+            self.conf.set_override(name, value, group=group)
+        return status.UpgradeCommands()._check_hand_off_timeout()
+
+    def test_defaults_succeed(self):
+        # 3600 s against Nova's 1800 s.
+        result = self._check()
+        self.assertEqual(Code.SUCCESS, result.code)
+        self.assertIn('(3600 s)', result.details)
+
+    def test_not_longer_than_the_scheduler_call_warns(self):
+        for overrides in ({'hand_off_timeout': 1800},
+                          {'long_rpc_timeout': 7200}):
+            result = self._check(**overrides)
+            self.assertEqual(Code.WARNING, result.code, overrides)
+            self.assertIn('deletes its mapping', result.details)

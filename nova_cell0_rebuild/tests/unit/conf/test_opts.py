@@ -56,7 +56,8 @@ class TestOptions(base.BaseTestCase):
                               group='cell0_rebuild')
 
     def test_hand_off_timeout_is_bounded(self):
-        # Below 30 s a conductor still scheduling would be raced.
+        # A floor against a typo; what is safe depends on Nova's
+        # long_rpc_timeout, which the upgrade check compares it with.
         self.assertRaises(ValueError, self.conf.set_override,
                           'hand_off_timeout', 29, group='cell0_rebuild')
 
