@@ -121,6 +121,10 @@ class SilentBroker(object):
     def _session(self, client):
         confirmed = set()
         delivery_tag = 0
+        # Bytes of content each channel still waits for, as its header
+        # said: a message is confirmed once it is all here (and recorded),
+        # as a broker confirms it, not at its header.
+        awaited = {}
         while not self._stopped:
             kind, channel, size = struct.unpack('>BHI',
                                                 self._read(client, 7))
@@ -128,9 +132,13 @@ class SilentBroker(object):
             # A hung broker: it reads, but answers nothing any more.
             self.answering.wait()
             if kind != _METHOD:
+                if kind == _HEADER:
+                    awaited[channel] = struct.unpack('>Q', payload[4:12])[0]
                 if kind == _BODY:
                     self.bodies.append(payload)
-                if kind == _HEADER and channel in confirmed:
+                    awaited[channel] -= len(payload)
+                if awaited.get(channel) == 0 and channel in confirmed:
+                    del awaited[channel]
                     delivery_tag += 1
                     client.sendall(_method(channel, (60, 80), 'Lb',
                                            (delivery_tag, False)))
