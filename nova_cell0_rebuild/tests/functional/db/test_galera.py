@@ -129,6 +129,23 @@ class GaleraTestCase(quiet_output.CappedDetails, oslo_base.BaseTestCase):
             side_effect=self._facade))
         objects.register_all()
         migration.db_sync(self.db.facades[0].writer.get_engine())
+        self._await_schema()
+
+    def _await_schema(self):
+        """Wait until every node has the tables the migrations made.
+
+        Galera runs DDL in total order, but a node applies it when its
+        turn comes: under load the second node answered "table doesn't
+        exist" (ProgrammingError) to the first rounds of a race.
+        """
+        engines = [facade.writer.get_engine() for facade in self.db.facades]
+        tables = set(sa.inspect(engines[0]).get_table_names())
+        deadline = time.monotonic() + 60
+        for engine in engines[1:]:
+            while not tables <= set(sa.inspect(engine).get_table_names()):
+                self.assertLess(time.monotonic(), deadline,
+                                'a node never had the tables %s' % tables)
+                time.sleep(0.1)
 
     def _unavailable(self, why):
         if base.REQUIRE_DBS:
@@ -354,7 +371,7 @@ class TestRelayLedgerThroughTwoNodes(GaleraTestCase):
                     results[name] = work(context, message_id, prepared)
                 except Exception as exc:
                     barrier.abort()
-                    results[name] = type(exc).__name__
+                    results[name] = '%s: %s' % (type(exc).__name__, exc)
             self.in_threads(lambda: side('l', 0, left),
                             lambda: side('r', 1, right))
             outcomes[(results.get('l'), results.get('r'))] += 1
