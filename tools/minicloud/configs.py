@@ -170,6 +170,10 @@ def nova_conf(workdir, api_galera_node=None):
             'my_ip': '127.0.0.1',
             # A cloud at rest: no periodic audit of every compute.
             'heal_instance_info_cache_interval': '-1',
+            # The scheduler of two fake computes answers in seconds; kept
+            # below [cell0_rebuild] hand_off_timeout, as the upgrade check
+            # requires of every cloud.
+            'long_rpc_timeout': '20',
         },
         'api': {'auth_strategy': 'keystone'},
         'api_database': {'connection': database_url(
