@@ -101,6 +101,18 @@ class _DroppedHandOff(test_move_faults.MoveChecks):
             return heal.heal(self.admin_context, self.lease_seconds,
                              hand_off_timeout=HAND_OFF_TIMEOUT)
 
+    def _assert_the_next_heal_finishes_the_burial(self, server_id):
+        """Once the reopened move's lease expired, heal buries the server
+        in cell0, its allocation released.
+        """
+        self._expire_move_leases(server_id)
+        self.assertEqual(
+            [(server_id, 'cell0_rows_removed', heal.ROLLED_BACK)],
+            self._heal())
+        self.assertEqual(('cell0', True, False, False),
+                         self._where(server_id))
+        self.assertEqual({}, self._allocations(server_id))
+
     def _dropped(self, buried=None):
         """A buried server whose rebuild the conductor dropped.
 
@@ -175,13 +187,7 @@ class DroppedHandOffTest(_DroppedHandOff, base.Cell0RebuildTestCase):
                          (journal.status, journal.step))
         self.assertEqual(1, len(self._allocations(server_id)))
 
-        self._expire_move_leases(server_id)
-        self.assertEqual(
-            [(server_id, 'cell0_rows_removed', heal.ROLLED_BACK)],
-            self._heal())
-        self.assertEqual(('cell0', True, False, False),
-                         self._where(server_id))
-        self.assertEqual({}, self._allocations(server_id))
+        self._assert_the_next_heal_finishes_the_burial(server_id)
 
     def test_server_deleted_after_the_drop_is_not_buried(self):
         server_id, _fields = self._dropped()
@@ -254,13 +260,7 @@ class DroppedHandOffTest(_DroppedHandOff, base.Cell0RebuildTestCase):
             self.admin_context, server_id)
         self.assertEqual(fields.MoveStatus.IN_PROGRESS, journal.status)
 
-        self._expire_move_leases(server_id)
-        self.assertEqual(
-            [(server_id, 'cell0_rows_removed', heal.ROLLED_BACK)],
-            self._heal())
-        self.assertEqual(('cell0', True, False, False),
-                         self._where(server_id))
-        self.assertEqual({}, self._allocations(server_id))
+        self._assert_the_next_heal_finishes_the_burial(server_id)
 
 
 #: The dropped hand-off's heal, step by step, where a DELETE may land.
