@@ -28,6 +28,7 @@ from nova import objects as nova_objects
 from placement import handler as placement_handler
 
 from nova_cell0_rebuild.adapters import nova_placement
+from nova_cell0_rebuild import exception
 from nova_cell0_rebuild.tests.functional import base
 
 
@@ -66,7 +67,7 @@ class PlacementPreCheckTest(base.Cell0RebuildTestCase):
         return int((inventory['total'] - inventory['reserved'])
                    * inventory['allocation_ratio'])
 
-    def _shape(self, server_id):
+    def _shape(self, server_id, requested_host=None):
         """The shape of a buried server, its RequestSpec completed as the
         move completes it.
         """
@@ -76,7 +77,8 @@ class PlacementPreCheckTest(base.Cell0RebuildTestCase):
                 cctxt, server_id, expected_attrs=['flavor'])
         image = glance.API().get(admin, instance.image_ref)
         spec = nova_placement.completed_request_spec(
-            admin, instance, image, networks=None)
+            admin, instance, image, networks=None,
+            requested_host=requested_host)
         return nova_placement.request_shape(admin, spec)
 
     def _candidate_gets(self):
@@ -163,3 +165,38 @@ class PlacementPreCheckTest(base.Cell0RebuildTestCase):
         self.assertTrue(found.fits)
         self.assertEqual([(query + '&limit=2', 'placement 1.36')
                           for query in shape], self._candidate_gets())
+
+    def test_requested_host_is_in_tree(self):
+        # A create that names its host (2.74) is asked on that host only:
+        # resources_from_request_spec finds its compute node through our
+        # stand-in for the scheduler's HostManager.
+        for host in ('host1', 'host2'):
+            self._start_compute(host)
+            self._set_capacity(False, host)
+        small = self._flavor('small', 4096)
+        server = self._create_buried_server(
+            api=self.admin_api, flavorRef=small, host='host2')
+        for host in ('host1', 'host2'):
+            self._set_capacity(True, host)
+        del self.placement_requests[:]
+        node = nova_objects.ComputeNode.get_by_nodename(
+            nova_context.get_admin_context(), 'host2')
+        (query,) = self._shape(server['id'], requested_host='host2')
+        self.assertIn(('in_tree', node.uuid), parse.parse_qsl(query))
+        found = nova_placement.candidates(
+            nova_context.get_admin_context(), (query,), 5)
+        self.assertEqual(nova_placement.Candidates(
+            True, self._memory_per_host() // 4096, ''), found)
+        self.assertEqual(1, len(self._candidate_gets()))
+
+    def test_unknown_requested_host_has_no_candidate(self):
+        self._start_compute('host1')
+        self._set_capacity(False, 'host1')
+        server = self._create_buried_server(
+            api=self.admin_api, flavorRef=self._flavor('small', 4096),
+            host='host1')
+        self._set_capacity(True, 'host1')
+        refused = self.assertRaises(
+            exception.NoCandidatePossible, self._shape, server['id'],
+            requested_host='gone')
+        self.assertIn('No such host - host: gone', refused.reason)
