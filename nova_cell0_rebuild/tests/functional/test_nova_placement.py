@@ -200,3 +200,29 @@ class PlacementPreCheckTest(base.Cell0RebuildTestCase):
             exception.NoCandidatePossible, self._shape, server['id'],
             requested_host='gone')
         self.assertIn('No such host - host: gone', refused.reason)
+
+    def test_tenant_aggregate_is_member_of(self):
+        # The scheduler's require_tenant_aggregate request filter, on the
+        # API database's aggregates: the server's project may only use
+        # host1, whose placement aggregate is asked for.
+        self.flags(limit_tenants_to_placement_aggregate=True,
+                   group='scheduler')
+        small = self._flavor('small', 4096)
+        server = self._create_buried_server(flavorRef=small)
+        for host in ('host1', 'host2'):
+            self._start_compute(host)
+        aggregate = self.admin_api.post_aggregate(
+            {'aggregate': {'name': 'tenant'}})
+        self.admin_api.add_host_to_aggregate(aggregate['id'], 'host1')
+        self.admin_api.post_aggregate_action(aggregate['id'], {
+            'set_metadata': {'metadata': {
+                'filter_tenant_id': server['tenant_id']}}})
+        del self.placement_requests[:]
+        (query,) = self._shape(server['id'])
+        self.assertIn(('member_of', 'in:' + aggregate['uuid']),
+                      parse.parse_qsl(query))
+        found = nova_placement.candidates(
+            nova_context.get_admin_context(), (query,), 5)
+        self.assertEqual(nova_placement.Candidates(
+            True, self._memory_per_host() // 4096, ''), found)
+        self.assertEqual(1, len(self._candidate_gets()))
