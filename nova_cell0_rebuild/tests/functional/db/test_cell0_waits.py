@@ -220,11 +220,13 @@ class _DispatchTest(_Base):
     def test_one_of_many_dispatchers_wins(self):
         self._open()
         waits = [self._get() for _ in range(WORKERS)]
-        outcomes = self._race(lambda i: waits[i].dispatch(
-            'pending-%d' % i, LEASE))
-        self.assertEqual(1, outcomes.count(True), outcomes)
-        self.assertEqual(WORKERS - 1, outcomes.count(False), outcomes)
-        winner = waits[outcomes.index(True)]
+        outcomes = self._race(lambda i: i if waits[i].dispatch(
+            'pending-%d' % i, LEASE) else 'lost')
+        self.assertEqual(WORKERS - 1, outcomes.count('lost'), outcomes)
+        winners = [i for i in outcomes if i != 'lost']
+        self.assertEqual(1, len(winners), outcomes)
+        winner = waits[winners[0]]
+        self.assertEqual('pending-%d' % winners[0], winner.owner)
         found = self._get()
         self.assertEqual(
             (State.DISPATCHED, 1, 1, winner.owner),
