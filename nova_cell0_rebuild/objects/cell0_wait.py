@@ -188,6 +188,8 @@ class Cell0Wait(base.Cell0RebuildObject):
         opening = {'user_id': user_id, 'source': source,
                    'deadline': _naive(deadline),
                    'reason_code': reason_code, 'last_reason': last_reason}
+        cls._check(dict(opening, instance_uuid=instance_uuid,
+                        project_id=project_id, queued_at=queued_at))
         for _round in range(OPEN_ROUNDS):
             wait = cls.get_by_instance_uuid(context, instance_uuid)
             if wait is None:
@@ -231,13 +233,26 @@ class Cell0Wait(base.Cell0RebuildObject):
 
     # The compare-and-swap every write is.
 
+    @classmethod
+    def _check(cls, values):
+        """Refuse values the fields refuse (an unknown reason code, say)
+        before they are written, not once they are.
+
+        :raises: ValueError
+        """
+        for key, value in values.items():
+            cls.fields[key].coerce(None, key, value)
+
     def _swap(self, values):
         """Write *values* if the row is still as this object read it.
 
         :returns: True, with this object's fields set to what was
             written; False when another writer changed the row (or
             deleted it) since: nothing written.
+        :raises: ValueError for a value the fields refuse (nothing
+            written).
         """
+        self._check(values)
         values = dict(values, updated_at=_now())
         try:
             won = self._swap_in_db(values)

@@ -177,6 +177,16 @@ class _OpenTest(_Base):
         self.assertFalse(ended.set_shape('k' * 64))
         self.assertEqual(1, len(self._rows()))
 
+    def test_an_unknown_reason_is_refused_before_it_is_written(self):
+        self.assertRaises(ValueError, self._open, reason_code='bored')
+        self.assertEqual([], self._rows())
+        wait = self._open()
+        self.assertRaises(ValueError, wait.note, 'bored', 'x')
+        self.assertRaises(ValueError, self._open, source='email')
+        found = self._get()
+        self.assertEqual(('metadata', None), (found.source,
+                                              found.reason_code))
+
     def test_concurrent_opens_converge_to_one_row(self):
         outcomes = self._race(lambda i: self._open(
             user_id='user-%d' % i).state)
