@@ -214,7 +214,8 @@ class GaleraTestCase(quiet_output.CappedDetails, oslo_base.BaseTestCase):
         report = '\n'.join('%4d  %s / %s' % (n, left, right) for (
             left, right), n in outcomes.most_common())
         self.addDetail('outcomes', content.text_content(report))
-        LOG.warning('%s, %d rounds:\n%s', self.id(), ROUNDS, report)
+        LOG.warning('%s, %d rounds:\n%s', self.id(),
+                    sum(outcomes.values()), report)
         return outcomes
 
     def _await(self, context, token):
