@@ -24,7 +24,13 @@ losing is an outcome of a race, not an error.
 
 On a Galera cluster the loser of two writes through different nodes gets
 DBDeadlock at COMMIT; the write is retried, and one still refused counts
-as lost, as ``objects/relay_announcement.py`` reads it.
+as lost, as ``objects/relay_announcement.py`` reads it. Galera certifies
+only an UPDATE that changes the row: the writes that fence (``dispatch``,
+``back_off``, ``end``, a restart) always change ``state`` or the token;
+``note``, ``set_shape``, ``record_request_id`` and the update of an open
+wait may change nothing and then answer True on a node that has not yet
+applied another node's write, which costs nothing: the next fencing
+write of that holder is certified and loses.
 
 ``Cell0WaitShape`` holds each request shape once, content-addressed: the
 placement query string(s) a server would be scheduled with, keyed by their
