@@ -72,6 +72,11 @@ class CreateRecord(BASE):
     # The uuids (JSON list) of a multi-create's servers that were not yet
     # placed in a real cell when Nova accepted it; NULL for one server.
     server_uuids = sa.Column(MediumText, nullable=True)
+    # The "cell0_rebuild:wait" metadata value of the create, as given (a
+    # deadline), NULL when the create had none; and why it is not honoured
+    # (malformed, policy refused, check failed), NULL when it is.
+    wait_deadline = sa.Column(sa.String(255), nullable=True)
+    wait_refusal = sa.Column(sa.Text, nullable=True)
 
 
 class MoveJournal(BASE):
@@ -169,3 +174,106 @@ class RelayAnnouncement(BASE):
                             server_default='1')
     lease_expires_at = sa.Column(sa.DateTime, nullable=False)
     announced_at = sa.Column(sa.DateTime, nullable=True)
+
+
+class Cell0Wait(BASE):
+    """A buried server that waits for room, to be rebuilt automatically.
+
+    One row per server. ``state`` is ``waiting`` (for capacity or for
+    ``next_attempt_at``), ``dispatched`` while a rebuild of the pending
+    service is unsettled, ``ended`` (deadline, cancelled) until the server
+    leaves cell0. Every write of the dispatcher compares ``state`` and
+    ``lease_token``: of two dispatchers one acts on a wait.
+    """
+
+    __tablename__ = TABLE_PREFIX + 'waits'
+    __table_args__ = (
+        sa.UniqueConstraint(
+            'instance_uuid',
+            name='uniq_cell0_rebuild_waits0instance_uuid'),
+        # A pass's reads: eligible rows per project in queue order, per
+        # shape, and the next due back-off.
+        sa.Index('cell0_rebuild_waits_state_project_queued_idx',
+                 'state', 'project_id', 'queued_at'),
+        sa.Index('cell0_rebuild_waits_state_shape_idx',
+                 'state', 'shape_key'),
+        sa.Index('cell0_rebuild_waits_state_next_attempt_idx',
+                 'state', 'next_attempt_at'),
+        {'mysql_engine': 'InnoDB', 'mysql_charset': 'utf8mb4'},
+    )
+
+    id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
+    instance_uuid = sa.Column(sa.String(36), nullable=False)
+    project_id = sa.Column(sa.String(255), nullable=False)
+    # Who opted in.
+    user_id = sa.Column(sa.String(255), nullable=False)
+    source = sa.Column(sa.String(16), nullable=False)
+    state = sa.Column(sa.String(16), nullable=False)
+    # The first burial of this wait: its place in the fair order.
+    queued_at = sa.Column(sa.DateTime, nullable=False)
+    deadline = sa.Column(sa.DateTime, nullable=False)
+    # A key of cell0_rebuild_wait_shapes; NULL until computed.
+    shape_key = sa.Column(sa.String(64), nullable=True)
+    shape_computed_at = sa.Column(sa.DateTime, nullable=True)
+    attempts = sa.Column(sa.Integer, nullable=False, default=0,
+                         server_default='0')
+    next_attempt_at = sa.Column(sa.DateTime, nullable=True)
+    reason_code = sa.Column(sa.String(32), nullable=True)
+    last_reason = sa.Column(sa.Text, nullable=True)
+    last_attempt_at = sa.Column(sa.DateTime, nullable=True)
+    last_request_id = sa.Column(sa.String(255), nullable=True)
+    # The dispatcher holding it, and the fencing token of each write.
+    owner = sa.Column(sa.String(255), nullable=True)
+    lease_token = sa.Column(sa.Integer, nullable=False, default=0,
+                            server_default='0')
+    lease_expires_at = sa.Column(sa.DateTime, nullable=True)
+    ended_at = sa.Column(sa.DateTime, nullable=True)
+
+
+class Cell0WaitShape(BASE):
+    """A request shape: the placement query string(s) of waiting servers.
+
+    Content-addressed: ``shape_key`` is the SHA-256 of the queries, so a
+    row never changes; servers of one shape share it.
+    """
+
+    __tablename__ = TABLE_PREFIX + 'wait_shapes'
+    __table_args__ = (
+        sa.UniqueConstraint(
+            'shape_key',
+            name='uniq_cell0_rebuild_wait_shapes0shape_key'),
+        {'mysql_engine': 'InnoDB', 'mysql_charset': 'utf8mb4'},
+    )
+
+    id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
+    shape_key = sa.Column(sa.String(64), nullable=False)
+    # The query string(s) as a JSON list.
+    queries = sa.Column(MediumText, nullable=False)
+
+
+class PendingEpoch(BASE):
+    """The fencing epoch of the pending service's dispatcher, per name.
+
+    A copy elected dispatcher increments ``epoch``; every dispatch first
+    renews ``heartbeat_at`` where the epoch is still its own, so a deposed
+    copy (whose lock expired while it was paused) stops acting.
+    """
+
+    __tablename__ = TABLE_PREFIX + 'pending_epoch'
+    __table_args__ = (
+        sa.UniqueConstraint(
+            'name', name='uniq_cell0_rebuild_pending_epoch0name'),
+        {'mysql_engine': 'InnoDB', 'mysql_charset': 'utf8mb4'},
+    )
+
+    id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
+    name = sa.Column(sa.String(64), nullable=False)
+    epoch = sa.Column(sa.Integer, nullable=False)
+    holder = sa.Column(sa.String(255), nullable=False)
+    heartbeat_at = sa.Column(sa.DateTime, nullable=False)
+    # Incremented by every heartbeat, so that each one changes the row:
+    # Galera certifies only an UPDATE that changes a row, and a heartbeat
+    # in the same second as the last one (DATETIME has no fraction) would
+    # otherwise pass on a node that has not applied a newer epoch yet.
+    beats = sa.Column(sa.Integer, nullable=False, default=0,
+                      server_default='0')

@@ -45,7 +45,8 @@ class CreateRecord(base.Cell0RebuildObject):
     # Version 1.0: Initial version
     # Version 1.1: Added requested_host and requested_hypervisor_hostname
     # Version 1.2: Added server_uuids
-    VERSION = '1.2'
+    # Version 1.3: Added wait_deadline and wait_refusal
+    VERSION = '1.3'
 
     fields = dict(base.TIMESTAMP_FIELDS, **{
         'id': fields.IntegerField(read_only=True),
@@ -70,12 +71,20 @@ class CreateRecord(base.Cell0RebuildObject):
         # None for a one-server create, and for records accepted by
         # plugins older than 1.2.
         'server_uuids': fields.ListOfStringsField(nullable=True),
+        # The ``cell0_rebuild:wait`` metadata value of the create, as given
+        # (None: the create had none), and why it is not honoured (None:
+        # it is, or there was none). Only read by the pending service.
+        'wait_deadline': fields.StringField(nullable=True),
+        'wait_refusal': fields.StringField(nullable=True),
     })
 
     def obj_make_compatible(self, primitive, target_version):
         super().obj_make_compatible(primitive, target_version)
         target_version = versionutils.convert_version_to_tuple(
             target_version)
+        if target_version < (1, 3):
+            primitive.pop('wait_deadline', None)
+            primitive.pop('wait_refusal', None)
         if target_version < (1, 2):
             primitive.pop('server_uuids', None)
         if target_version < (1, 1):

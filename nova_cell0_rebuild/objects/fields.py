@@ -107,3 +107,71 @@ class AnnouncementState(fields.Enum):
 
 class AnnouncementStateField(fields.BaseEnumField):
     AUTO_TYPE = AnnouncementState()
+
+
+class WaitState(fields.Enum):
+    """Where a buried server's wait for room is."""
+
+    #: Waiting for capacity, or for its next attempt after a back-off.
+    WAITING = 'waiting'
+    #: A rebuild of the pending service is unsettled.
+    DISPATCHED = 'dispatched'
+    #: Deadline passed, cancelled, or refused: kept for the API.
+    ENDED = 'ended'
+
+    ALL = (WAITING, DISPATCHED, ENDED)
+
+    def __init__(self):
+        super().__init__(valid_values=WaitState.ALL)
+
+
+class WaitStateField(fields.BaseEnumField):
+    AUTO_TYPE = WaitState()
+
+
+class WaitSource(fields.Enum):
+    """How a server opted in to wait."""
+
+    #: The ``cell0_rebuild:wait`` metadata key of its create.
+    METADATA = 'metadata'
+    #: ``PUT .../wait`` while buried.
+    API = 'api'
+
+    ALL = (METADATA, API)
+
+    def __init__(self):
+        super().__init__(valid_values=WaitSource.ALL)
+
+
+class WaitSourceField(fields.BaseEnumField):
+    AUTO_TYPE = WaitSource()
+
+
+class WaitReason(fields.Enum):
+    """Why a server is not rebuilt yet, or why its wait ended."""
+
+    NO_CANDIDATE = 'no_candidate'
+    SCHEDULER_REFUSED = 'scheduler_refused'
+    GATE_REFUSED = 'gate_refused'
+    IN_PROGRESS = 'in_progress'
+    MALFORMED = 'malformed'
+    POLICY = 'policy'
+    DISABLED = 'disabled'
+    PROJECT_NOT_ENABLED = 'project_not_enabled'
+    DEADLINE = 'deadline'
+    CANCELLED = 'cancelled'
+    #: The deadline asked was later than ``max_wait_seconds`` allows.
+    CLAMPED = 'clamped'
+    #: The server was deleted while it waited.
+    DELETED = 'deleted'
+
+    ALL = (NO_CANDIDATE, SCHEDULER_REFUSED, GATE_REFUSED, IN_PROGRESS,
+           MALFORMED, POLICY, DISABLED, PROJECT_NOT_ENABLED, DEADLINE,
+           CANCELLED, CLAMPED, DELETED)
+
+    def __init__(self):
+        super().__init__(valid_values=WaitReason.ALL)
+
+
+class WaitReasonField(fields.BaseEnumField):
+    AUTO_TYPE = WaitReason()

@@ -74,6 +74,32 @@ class _CreateRecordTest(object):
         self.assertNotIn('server_uuids',
                          primitive['nova_cell0_rebuild_object.data'])
 
+    def test_the_wait_opt_in_is_kept_with_the_record(self):
+        refusal = 'policy cell0_rebuild:cell0_servers:wait refused: ' + (
+            'x' * 1000)
+        self._record(request_id='req-wait', wait_deadline='6h')
+        self._record(request_id='req-refused', wait_deadline='soon',
+                     wait_refusal=refusal)
+        self._record(request_id='req-plain')
+        found = objects.CreateRecord.get_by_request_id(self.context,
+                                                       'req-wait')
+        self.assertEqual(('6h', None),
+                         (found.wait_deadline, found.wait_refusal))
+        found = objects.CreateRecord.get_by_request_id(self.context,
+                                                       'req-refused')
+        self.assertEqual(('soon', refusal),
+                         (found.wait_deadline, found.wait_refusal))
+        found = objects.CreateRecord.get_by_request_id(self.context,
+                                                       'req-plain')
+        self.assertEqual((None, None),
+                         (found.wait_deadline, found.wait_refusal))
+        # Older plugins (1.2) do not know the fields.
+        data = found.obj_to_primitive(target_version='1.2')[
+            'nova_cell0_rebuild_object.data']
+        self.assertNotIn('wait_deadline', data)
+        self.assertNotIn('wait_refusal', data)
+        self.assertIn('server_uuids', data)
+
     def test_found_by_request_id_while_pending(self):
         record = self._record(request_id='req-pending')
         found = objects.CreateRecord.get_for_instance(

@@ -26,8 +26,11 @@ object_data = {
     'Cell0RebuildFaultPayload': '1.0-f588e6166977aa92e065a2ff1b94d24c',
     'Cell0RebuildPayload': '1.0-772120c6fd78199d0a3564338263384a',
     'Cell0RebuildRefusedPayload': '1.1-6abacafe05a59ff1de95bf30e71bd027',
-    'CreateRecord': '1.2-09a5ba5010df05a17c4b283174b3530e',
+    'Cell0Wait': '1.0-63280b22a01cf4b81120aae1b6528fa2',
+    'Cell0WaitShape': '1.0-f5d54a4d8c815b01cf5d6d161ad32204',
+    'CreateRecord': '1.3-4e356b80a394eae3c618025943541140',
     'MoveJournal': '1.1-3a373d608ebe22d9d4a0f6cc6e3099f1',
+    'PendingEpoch': '1.0-b723cb4654ed4882cdc9f88c269fe216',
     'RelayAnnouncement': '1.0-73f946cbea5d1a2d43d72dfc9489d1cd',
     'ServerHistory': '1.0-0942d722e7f704f18fee87dc8b283fb6',
 }
