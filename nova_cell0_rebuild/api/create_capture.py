@@ -156,6 +156,25 @@ def _forget(record, status):
                       record.request_id, status)
 
 
+def _create(record):
+    """Write the record; without its wait opt-in if it fails with it.
+
+    The opt-in is the user's text, checked but not Nova's to refuse: it
+    must never be why a create is refused.
+    """
+    try:
+        record.create()
+    except Exception:
+        if record.wait_deadline is None and record.wait_refusal is None:
+            raise
+        LOG.exception('The create record of request %s could not be '
+                      'written with its wait opt-in; written without it',
+                      record.request_id)
+        record.wait_deadline = None
+        record.wait_refusal = None
+        record.create()
+
+
 def capture(req, application, context, request_id, microversion,
             conf=None):
     """Record a server create around Nova's handling of it.
@@ -170,7 +189,7 @@ def capture(req, application, context, request_id, microversion,
     record = build_record(context, request_id, microversion, server,
                           conf=conf)
     try:
-        record.create()
+        _create(record)
     except Exception as exc:
         # Letting Nova create the server anyway could leave one created
         # with personality files that the plugin knows nothing about.

@@ -115,7 +115,7 @@ def at_create(context, conf, server_body, authorize):
         if not isinstance(metadata, dict) or METADATA_KEY not in metadata:
             return NONE
         value = metadata[METADATA_KEY]
-        raw = value[:RAW_LIMIT] if isinstance(value, str) else None
+        raw = _storable(value)
         refusal = _refusal(context, conf, value, authorize)
         if refusal is not None:
             LOG.info('The wait opt-in of a create (project %s) is not '
@@ -155,5 +155,23 @@ def _error_message(exc):
     return 'the opt-in could not be checked (%s)' % type(exc).__name__
 
 
+def _storable(value):
+    """The value as the create record keeps it: only one in the grammar
+    (ASCII, at most 255 characters), else None.
+
+    The record is written before Nova acts, and a value the database
+    cannot store (a lone surrogate, a NUL on PostgreSQL) would fail it and
+    the create with it; the refusal quotes such a value, escaped.
+    """
+    try:
+        deadline.validate(value)
+    except deadline.MalformedDeadline:
+        return None
+    return value[:RAW_LIMIT]
+
+
 def _refused(code, message):
-    return ('%s: %s' % (code, message))[:REFUSAL_LIMIT]
+    # ASCII only, whatever the user's value held, for the same reason.
+    text = ('%s: %s' % (code, message)).encode(
+        'ascii', 'backslashreplace').decode('ascii')
+    return text[:REFUSAL_LIMIT]

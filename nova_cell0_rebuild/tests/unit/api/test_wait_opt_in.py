@@ -120,8 +120,10 @@ class TestAtCreate(base.TestCase):
         self.assertTrue(self._at_create(_server('6h')).honoured)
 
     def test_malformed_quotes_the_value(self):
+        # Quoted in the refusal, not kept as the raw value: only a value
+        # of the grammar is (see the next tests).
         opt_in = self._at_create(_server('soon'))
-        self.assertEqual('soon', opt_in.raw)
+        self.assertIsNone(opt_in.raw)
         self.assertEqual('malformed', opt_in.code)
         self.assertIn("'soon'", opt_in.refusal)
         self.assertEqual([], self.authorize.calls)
@@ -137,9 +139,19 @@ class TestAtCreate(base.TestCase):
         # Nova answers 400 itself; the record, written first, must not
         # fail on a value longer than its column.
         opt_in = self._at_create(_server('x' * 10000))
-        self.assertEqual('x' * wait_opt_in.RAW_LIMIT, opt_in.raw)
+        self.assertIsNone(opt_in.raw)
         self.assertEqual('malformed', opt_in.code)
         self.assertLessEqual(len(opt_in.refusal), wait_opt_in.REFUSAL_LIMIT)
+
+    def test_a_value_no_database_stores_is_kept_as_ascii_only(self):
+        # A lone surrogate, a NUL (PostgreSQL), an emoji (MySQL's utf8):
+        # the record is written before Nova acts and must not fail.
+        for value in ('6h\ud800', '6h\x00', '6h\U0001f600'):
+            for enabled in (False, True):
+                self.flags(enabled=enabled)
+                opt_in = self._at_create(_server(value))
+                self.assertIsNone(opt_in.raw, value)
+                opt_in.refusal.encode('ascii')
 
     def test_policy_refused(self):
         self.authorize.refuse = 'Policy does not allow it.'
