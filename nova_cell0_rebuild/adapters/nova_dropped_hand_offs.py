@@ -66,6 +66,7 @@ def release_allocation(context, instance_uuid):
     scheduler claimed would make the next build's claim of the same
     consumer fail.
 
+    :returns: True when placement held something for it, False when not.
     :raises: AllocationNotReleased when placement cannot be reached: Nova's
         report client then logs and returns None instead of raising, and
         the caller must not go on as if the claim were gone.
@@ -74,3 +75,4 @@ def release_allocation(context, instance_uuid):
     ).delete_allocation_for_instance(context, instance_uuid, force=True)
     if released is None:
         raise exception.AllocationNotReleased(uuid=instance_uuid)
+    return released

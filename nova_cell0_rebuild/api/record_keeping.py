@@ -96,7 +96,18 @@ def record_of_server(context, instance_uuid):
         return None
 
 
-def forget_deleted(context, instance_uuid, record):
+def _kept(journal, building):
+    """Whether a deleted server's journal is kept for heal (marked): its
+    move may have cast, and is in flight or handed its BuildRequest off.
+
+    A move done long ago whose server Nova buried in cell0 again is not:
+    nothing of its hand-off is left to release.
+    """
+    return journal.may_be_cast() and (
+        building or journal.status == fields.MoveStatus.IN_PROGRESS)
+
+
+def forget_deleted(context, instance_uuid, record, building=True):
     """Forget what the plugin kept of a server Nova deleted.
 
     Its move journal goes (kept, marked, when the server was deleted
@@ -105,6 +116,8 @@ def forget_deleted(context, instance_uuid, record):
     other server of the same create still waits in cell0 or in a
     BuildRequest.
 
+    :param building: whether the server was a BuildRequest when its DELETE
+        came (or that is unknown).
     :returns: whether Nova's conductor may have been asked to build the
         server: False only for a move stopped (or stopping) before its
         cast, which can never cast once its journal is gone.
@@ -117,7 +130,7 @@ def forget_deleted(context, instance_uuid, record):
         if journal is None:
             break
         try:
-            if journal.may_be_cast():
+            if _kept(journal, building):
                 journal.keep_after_delete()
             else:
                 journal.destroy_if_unchanged()
@@ -129,8 +142,16 @@ def forget_deleted(context, instance_uuid, record):
                        journal.step in move_journal.MAY_BE_CAST)
         break
     else:
-        if journal is not None:
+        # Each read was changed before it could be written (the move kept
+        # stepping): decide on the last one, unconditionally.
+        if journal is not None and _kept(journal, building):
+            journal.keep_after_delete(fenced=False)
+        elif journal is not None:
             journal.destroy()
+    # A deleted server waits for nothing.
+    wait = objects.Cell0Wait.get_by_instance_uuid(context, instance_uuid)
+    if wait is not None:
+        wait.destroy()
     # Nova keeps the history of a deleted server (until archive): so do we.
     server_history.materialise(context, instance_uuid)
     if record is not None:

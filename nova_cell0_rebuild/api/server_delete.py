@@ -67,7 +67,8 @@ def handle(application, req, context, server_id):
         # It landed, and Nova deleted it there: a rebuilt server.
         _write_back_history(admin, server_id)
         return resp
-    _forget_moving(admin, server_id, record, after)
+    _forget_moving(admin, server_id, record, after,
+                   building=before is _UNKNOWN or before.build_request)
     if after not in (None, _UNKNOWN) and after.cell_uuid is not None:
         # Deleted in cell0 once a move was undone there: the history that
         # move stashed goes back into cell0, for archive to find with it.
@@ -172,14 +173,18 @@ def _deleted(server_id, after):
     return True
 
 
-def _forget_moving(admin, server_id, record, after):
+def _forget_moving(admin, server_id, record, after, building=True):
     """Forget the journal and record of a server deleted in cell0 or moving.
+
+    :param building: whether the server was a BuildRequest when the DELETE
+        came (or that is unknown): a move's hand-off may be in flight.
     """
     if not _deleted(server_id, after):
         return
     may_be_cast = True
     try:
-        may_be_cast = record_keeping.forget_deleted(admin, server_id, record)
+        may_be_cast = record_keeping.forget_deleted(admin, server_id, record,
+                                                    building=building)
     except Exception:
         LOG.exception('Could not forget the create record and move journal '
                       'of server %s', server_id)

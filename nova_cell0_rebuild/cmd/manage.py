@@ -231,7 +231,8 @@ class Cell0Commands(object):
         self._print(_table(['UUID', 'Interrupted at', 'Outcome'], results))
         if any(outcome not in (heal_task.DELETED, heal_task.DONE,
                                heal_task.ROLLED_BACK, heal_task.REBURIED,
-                               heal_task.CLAIM_RELEASED)
+                               heal_task.CLAIM_RELEASED,
+                               heal_task.NOTHING_HELD)
                for _, _, outcome in results):
             return ATTENTION
         return SUCCESS

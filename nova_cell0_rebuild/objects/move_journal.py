@@ -345,7 +345,7 @@ class MoveJournal(base.Cell0RebuildObject):
         return self.step in MAY_BE_CAST and self.status in (
             Status.IN_PROGRESS, Status.DONE)
 
-    def keep_after_delete(self):
+    def keep_after_delete(self, fenced=True):
         """Keep the hand-off of a server Nova deleted, marked, as done.
 
         Once the cast may be sent, what the conductor's scheduler claims in
@@ -359,20 +359,38 @@ class MoveJournal(base.Cell0RebuildObject):
         with the move's step and a new fencing token, as
         :meth:`destroy_if_unchanged`: the holder's next write fails.
 
-        :raises: JournalConflict when the move moved on since it was read.
+        :param fenced: False: whatever the row became since it was read
+            (the last resort of a DELETE that lost each of its reads).
+        :raises: JournalConflict when the move moved on since it was read
+            (also when Galera refused the write at each retry).
         """
         now = timeutils.utcnow()
         values = {'status': Status.DONE, 'last_error': DELETED_AFTER_HAND_OFF,
                   'lease_token': self.lease_token + 1, 'updated_at': now,
                   'finished_at': self.finished_at or now}
-        with db_api.writer(self._context) as session:
-            updated = session.query(models.MoveJournal).filter_by(
-                id=self.id, status=self.status, step=self.step,
-                lease_token=self.lease_token).update(
-                    values, synchronize_session=False)
+        try:
+            updated = self._keep_in_db(values, fenced)
+        except db_exc.DBDeadlock:
+            updated = 0
         if updated != 1:
             raise exception.JournalConflict(uuid=self.instance_uuid)
+        if not fenced:
+            # The token it wrote is the row's plus one, unknown here.
+            del values['lease_token']
         self._set(self._context, values)
+
+    @db_api.retry_on_deadlock
+    def _keep_in_db(self, values, fenced):
+        criteria = {'id': self.id}
+        if fenced:
+            criteria.update(status=self.status, step=self.step,
+                            lease_token=self.lease_token)
+        else:
+            values = dict(values, lease_token=models.MoveJournal.lease_token
+                          + 1)
+        with db_api.writer(self._context) as session:
+            return session.query(models.MoveJournal).filter_by(
+                **criteria).update(values, synchronize_session=False)
 
     @classmethod
     def list_handed_off_before(cls, context, cutoff, instance_uuids):

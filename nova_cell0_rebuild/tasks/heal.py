@@ -98,6 +98,8 @@ FAILED = 'failed, retried by the next heal: %s'
 REBURIED = 'buried in cell0 again: the conductor dropped the hand-off'
 CLAIM_RELEASED = ('released what placement held for it: the server was '
                   'deleted during its hand-off')
+NOTHING_HELD = ('forgotten, placement held nothing for it: the server was '
+                'deleted during its hand-off')
 IN_A_CELL = ('left alone: the conductor dropped the hand-off after it wrote '
              'the instance in cell %s')
 
@@ -281,14 +283,17 @@ def heal_deleted_hand_off(context, journal, lease_seconds, cutoff):
                     'holds a live instance row of it: heal leaves it alone',
                     uuid, ', '.join(cells))
         return IN_A_CELL % ', '.join(cells)
-    dropped.release_allocation(admin, uuid)
+    released = dropped.release_allocation(admin, uuid)
     deleted_servers.forget_deleted_server(admin, uuid, may_be_cast=False)
     try:
         journal.destroy_if_unchanged()
     except exception.JournalConflict:
         return CONTENDED
-    LOG.info('Server %s was deleted during its hand-off: heal released what '
-             'placement held for it', uuid)
+    if not released:
+        return NOTHING_HELD
+    LOG.warning('Server %s was deleted during its hand-off and its '
+                'conductor dropped it: heal released what placement still '
+                'held for it', uuid)
     return CLAIM_RELEASED
 
 

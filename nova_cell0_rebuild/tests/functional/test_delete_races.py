@@ -25,6 +25,7 @@ DELETE at each point).
 import datetime
 import io
 import threading
+import time
 import types
 
 import fixtures
@@ -181,23 +182,39 @@ def heal_later(context, lease_seconds, later=0):
 class DeleteRacesTestBase(base.Cell0RebuildTestCase):
     """What a server deleted mid-flight leaves, after Nova's archive."""
 
-    def _assert_nothing_left_once_heal_ran(self, servers):
+    def _wait_for_the_conductor_to_release(self, server_id):
+        """Until Nova's conductor, finding the BuildRequest gone after its
+        claim, released it (the rest of its build runs after the method
+        a Hold releases).
+        """
+        for _attempt in range(300):
+            if not self.placement.get(
+                    '/allocations/%s' % server_id).body['allocations']:
+                return
+            time.sleep(0.1)
+        self.fail('the conductor kept the claim of deleted server %s'
+                  % server_id)
+
+    def _assert_nothing_left_once_heal_ran(self, servers,
+                                           outcome=heal.NOTHING_HELD):
         """After the heal past the hand-off timeout and archive, nothing of
         any of *servers* {boundary: id}, deleted once their cast may have
         been sent.
 
         Their DELETE keeps the hand-off's journal, marked, and that heal
-        releases what the conductor may hold in placement (it releases a
-        claim on finding the BuildRequest gone, unless it drops the
-        hand-off first), then removes it.
+        releases what the conductor may hold in placement, then removes
+        it: *outcome* says whether placement held anything (the conductor
+        releases its claim on finding the BuildRequest gone, unless it
+        drops the hand-off first).
         """
         for server_id in servers.values():
             self.assertEqual(['journal row'], self._ours(server_id))
+            if outcome == heal.NOTHING_HELD:
+                self._wait_for_the_conductor_to_release(server_id)
         results = heal_later(self.admin_context, self.lease_seconds,
                              later=HAND_OFF_TIMEOUT + 1)
         self.assertEqual(
-            sorted((server_id, heal.CLAIM_RELEASED)
-                   for server_id in servers.values()),
+            sorted((server_id, outcome) for server_id in servers.values()),
             sorted((uuid, outcome) for uuid, _step, outcome in results))
         self._assert_nothing_left(servers)
 

@@ -192,8 +192,9 @@ class DroppedHandOffTest(_DroppedHandOff, base.Cell0RebuildTestCase):
         self.api.delete_server(server_id)
         self._wait_until_deleted({'id': server_id})
         # Its DELETE kept the hand-off (its conductor's claim could have
-        # been left): heal releases what placement holds and forgets it.
-        self.assertEqual([(server_id, 'cast_sent', heal.CLAIM_RELEASED)],
+        # been left); Nova's delete of the BuildRequest released it: heal
+        # finds nothing held and forgets the hand-off.
+        self.assertEqual([(server_id, 'cast_sent', heal.NOTHING_HELD)],
                          self._heal(later=HAND_OFF_TIMEOUT + 1))
         self.assertEqual('deleted', self._where(server_id)[0])
         self.assertEqual({}, self._allocations(server_id))
@@ -328,6 +329,24 @@ class DeleteDuringTheHandOffTest(_DroppedHandOff,
             [(server_id, 'cast_sent', heal.CLAIM_RELEASED)],
             self._heal(later=HAND_OFF_TIMEOUT + 1))
         self._assert_nothing_left({'deleted during the hand-off': server_id})
+
+    def test_a_server_buried_again_then_deleted_keeps_nothing(self):
+        # Its move handed it off long ago and Nova's conductor buried it
+        # again: nothing of that hand-off is left to release.
+        self._set_capacity(False)
+        server = self._create_grouped_buried_server()
+        self.assertEqual(202, self._rebuild(server['id']).status)
+        self._wait_for_state_change(server, 'ERROR')
+        journal = objects.MoveJournal.get_by_instance_uuid(
+            self.admin_context, server['id'])
+        self.assertEqual((fields.MoveStatus.DONE, fields.MoveStep.CAST_SENT),
+                         (journal.status, journal.step))
+        self._delete(server['id'])
+        self._wait_until_deleted(server)
+        self.assertIsNone(objects.MoveJournal.get_by_instance_uuid(
+            self.admin_context, server['id']))
+        self.assertEqual([], self._heal(later=HAND_OFF_TIMEOUT + 1))
+        self._assert_nothing_left({'buried again': server['id']})
 
     def test_a_live_instance_row_is_left_alone(self):
         # Not what Nova does (its conductor destroys the row it wrote

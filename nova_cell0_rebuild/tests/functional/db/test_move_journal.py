@@ -391,6 +391,24 @@ class _JournalTest(object):
                              get_by_instance_uuid(self.context, INSTANCE).
                              finished_at)
 
+    def test_an_unfenced_keep_marks_whatever_the_row_became(self):
+        start(self.context, owner='api-1').advance(fields.MoveStep.CASTING)
+        read = objects.MoveJournal.get_by_instance_uuid(self.context,
+                                                        INSTANCE)
+        holder = objects.MoveJournal.get_by_instance_uuid(self.context,
+                                                          INSTANCE)
+        holder.finish(fields.MoveStatus.DONE,
+                      step=fields.MoveStep.CAST_SENT)
+        self.assertRaises(exception.JournalConflict, read.keep_after_delete)
+        read.keep_after_delete(fenced=False)
+        stored = objects.MoveJournal.get_by_instance_uuid(self.context,
+                                                          INSTANCE)
+        self.assertEqual(
+            (fields.MoveStatus.DONE, fields.MoveStep.CAST_SENT, True,
+             holder.lease_token + 1),
+            (stored.status, stored.step, stored.deleted_after_hand_off(),
+             stored.lease_token))
+
     def test_hand_offs_of_live_servers_are_not_listed_as_deleted(self):
         cutoff = self._handed_off(seconds_ago=61)
         self.assertEqual([], self._deleted_after_hand_off_before(cutoff))
