@@ -136,9 +136,7 @@ class Cell0Servers(object):
                 context, self.gates, project_id=project_id, marker=marker,
                 limit=limit, lease_seconds=self.lease_seconds,
                 judge_context=context)
-        # One query for the waits of the page, whatever its size.
-        waits = objects.Cell0Wait.get_by_instance_uuids(
-            context.elevated(), [entry['uuid'] for entry in entries])
+        waits = self._waits(context, [entry['uuid'] for entry in entries])
         body = {'cell0_servers': [
             _view(self.conf, entry, waits.get(entry['uuid']))
             for entry in entries]}
@@ -190,6 +188,14 @@ class Cell0Servers(object):
 
     def answer(self, context, entry):
         """The 200 of one server: *entry* and its wait as they are now."""
-        wait = objects.Cell0Wait.get_by_instance_uuid(context.elevated(),
-                                                      entry['uuid'])
+        wait = self._waits(context, [entry['uuid']]).get(entry['uuid'])
         return _json({'cell0_server': _view(self.conf, entry, wait)})
+
+    def _waits(self, context, uuids):
+        """The waits of *uuids*: one query, whatever their number; none
+        while waits are disabled (the view says so without them).
+        """
+        if not self.conf.cell0_rebuild_pending.enabled:
+            return {}
+        return objects.Cell0Wait.get_by_instance_uuids(context.elevated(),
+                                                       uuids)

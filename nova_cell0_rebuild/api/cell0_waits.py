@@ -118,6 +118,20 @@ def _contended(server_id, write, *args, **kwargs):
         raise exception.RequestRefused(409, exc.format_message())
 
 
+def _first_burial(context, entry):
+    """When the server was first buried, as far as we know: its latest
+    fault's date, or its wait's ``queued_at`` if earlier (each burial
+    after a failed rebuild writes a new fault). A wait keeps its place in
+    the order and its longest length from there.
+    """
+    buried_at = cell0_servers.buried_at(entry)
+    wait = objects.Cell0Wait.get_by_instance_uuid(context.elevated(),
+                                                  entry['uuid'])
+    if wait is None:
+        return buried_at
+    return min(buried_at, wait.queued_at.replace(tzinfo=None))
+
+
 class Cell0Waits(object):
     """Answers ``PUT`` and ``DELETE`` of a buried server's wait.
 
@@ -139,11 +153,12 @@ class Cell0Waits(object):
         :raises: RequestRefused (400 body or deadline, 403 policy, 404 as
             ``show``, 409 waits not served for the server's project).
         """
+        # The body first, as Nova's schema decorator checks it.
+        raw = _body(req)['wait']['deadline']
         entry = self.servers.found(context, server_id, policies.WAIT)
         _refuse_closed(self.conf, entry['project_id'])
-        raw = _body(req)['wait']['deadline']
         now = timeutils.utcnow()
-        buried_at = cell0_servers.buried_at(entry)
+        buried_at = _first_burial(context, entry)
         resolved = _resolve(self.conf, raw, now, buried_at)
         reason_code = last_reason = None
         if resolved.clamped:

@@ -35,6 +35,9 @@ _SEPARATOR = ': '
 
 _WAITING_STATES = (fields.WaitState.WAITING, fields.WaitState.DISPATCHED)
 
+#: Refusals of an opt-in at create that say how the cloud was then.
+_AT_CREATE_ONLY = (wait_opt_in.DISABLED, wait_opt_in.PROJECT_NOT_ENABLED)
+
 
 def isotime(when):
     """UTC, as Nova's API writes times: 2026-01-31T12:00:00Z."""
@@ -99,6 +102,12 @@ def _of_create(conf, opt_in, buried_at):
     """
     if opt_in.refusal is not None:
         code, reason = _refusal(opt_in.refusal)
+        if code in _AT_CREATE_ONLY:
+            # True then, perhaps not now (this view is served only when it
+            # is not): the create's key no longer counts, the API does.
+            reason = _('%(reason)s when the server was created; opt in with '
+                       'PUT /os-cell0-rebuild/servers/{server_id}/wait.') % {
+                           'reason': reason[:1].upper() + reason[1:]}
         return _view(False, code, reason)
     try:
         resolved = deadline_grammar.resolve(

@@ -319,8 +319,13 @@ class Cell0ServersListScalesTest(_ApiTestCase):
                                                         len(large))))
         self.assertEqual(len(small), len(large))
         # Fixed reads (cell0, instances, their system_metadata, faults,
-        # mappings, create records, journals, waits) and the quota gate's
-        # reads for each server of the page: none for the cell0 around it.
+        # mappings, create records, journals; the waits too once they are
+        # enabled) and the quota gate's reads for each server of the page:
+        # none for the cell0 around it.
         quota = [s for s in large if 'quota' in s.split('FROM')[1][:40]]
-        self.assertEqual(8, len(large) - len(quota), large)
+        self.assertEqual(7, len(large) - len(quota), large)
+        self.flags(enabled=True, group='cell0_rebuild_pending')
+        waiting = self._statements_for_a_page()
+        self.assertEqual(len(large) + 1, len(waiting))
+        self.assertIn('FROM cell0_rebuild_waits', waiting[-1])
         self.assertEqual([], self.get_writes)

@@ -22,6 +22,7 @@ from oslo_utils import timeutils
 from oslo_utils import uuidutils
 
 from nova_cell0_rebuild.adapters import nova_api
+from nova_cell0_rebuild.api import record_keeping
 from nova_cell0_rebuild import objects
 from nova_cell0_rebuild.tests.functional import test_cell0_servers_api
 
@@ -188,6 +189,18 @@ class WaitsApiTest(_WaitTestCase):
         self.assertIn('Malformed request body', resp.text)
         self.assertIsNone(self._row(server['id']))
 
+    def test_a_bad_body_is_400_before_the_server_is_looked_up(self):
+        # As Nova's schema decorator answers before its handler runs.
+        resp = self._put(uuidutils.generate_uuid(), body={'wait': {}})
+        self._assert_refused(resp, 400)
+
+    def test_deleting_a_waiting_server_forgets_its_wait(self):
+        server = self._create_buried_server()
+        self.assertEqual(200, self._put(server['id']).status)
+        self.api.delete_server(server['id'])
+        self._wait_until_deleted(server)
+        self.assertIsNone(self._row(server['id']))
+
     def test_who_may_wait(self):
         server = self._create_buried_server()
         self._assert_refused(self._put(server['id'], api=self.reader), 403)
@@ -266,6 +279,32 @@ class OptInAtCreateTest(_WaitTestCase):
         wait = self._wait(server['id'])
         self.assertFalse(wait['waiting'])
         self.assertEqual('disabled', wait['reason_code'])
+        self.assertIn('when the server was created; opt in with PUT',
+                      wait['last_reason'])
+        # As it says: PUT opts it in.
+        self.assertEqual(200, self._put(server['id']).status)
+        self.assertTrue(self._wait(server['id'])['waiting'])
+
+    def test_a_value_no_database_stores_never_fails_the_create(self):
+        # The create record is written before Nova acts: a lone surrogate
+        # or a NUL in the user's value must not make it (and the create)
+        # fail, whether waits are enabled or not. (What Nova then does
+        # with such metadata is Nova's: with SQLite its conductor cannot
+        # bury the surrogate's server.)
+        for enabled in (False, True):
+            self.flags(enabled=enabled, group='cell0_rebuild_pending')
+            for value in ('6h\ud800', '6h\x00'):
+                body = self._build_server(image_uuid=self.image_id,
+                                          networks='none')
+                body['metadata'] = {'cell0_rebuild:wait': value}
+                resp = self.member.api_post('/servers', {'server': body},
+                                            check_response_status=False)
+                self.assertEqual(202, resp.status, resp.body)
+                record = record_keeping.record_of_server(
+                    self.admin_context, resp.body['server']['id'])
+                self.assertIsNone(record.wait_deadline)
+                self.assertEqual('malformed' if enabled else 'disabled',
+                                 record.wait_refusal.split(':')[0])
 
     def test_a_refused_policy_leaves_the_create_to_nova(self):
         # Our rules registered and loaded, as a request of ours does,
