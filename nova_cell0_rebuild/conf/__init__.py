@@ -18,9 +18,12 @@ nothing here touches a global configuration object by itself.
 
 from nova_cell0_rebuild.conf import cell0_rebuild
 from nova_cell0_rebuild.conf import cell0_rebuild_client
+from nova_cell0_rebuild.conf import cell0_rebuild_pending
 
 
 def register_opts(conf):
     """Register every option of the plugin on *conf*."""
     cell0_rebuild.register_opts(conf)
     cell0_rebuild_client.register_opts(conf)
+    # nova-api reads the opt-in's options; the service reads them all.
+    cell0_rebuild_pending.register_opts(conf)

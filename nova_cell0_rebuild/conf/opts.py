@@ -14,10 +14,12 @@
 
 from nova_cell0_rebuild.conf import cell0_rebuild
 from nova_cell0_rebuild.conf import cell0_rebuild_client
+from nova_cell0_rebuild.conf import cell0_rebuild_pending
 from nova_cell0_rebuild.conf import cell0_rebuild_relay
 
 
 def list_opts():
-    modules = (cell0_rebuild, cell0_rebuild_client, cell0_rebuild_relay)
+    modules = (cell0_rebuild, cell0_rebuild_client, cell0_rebuild_relay,
+               cell0_rebuild_pending)
     return [item for module in modules
             for item in module.list_opts().items()]

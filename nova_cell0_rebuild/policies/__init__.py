@@ -15,6 +15,7 @@
 import itertools
 
 from nova_cell0_rebuild.policies import cell0_servers
+from nova_cell0_rebuild.policies import cell0_waits
 from nova_cell0_rebuild.policies import rebuild
 
 
@@ -22,4 +23,5 @@ def list_rules():
     return itertools.chain(
         rebuild.list_rules(),
         cell0_servers.list_rules(),
+        cell0_waits.list_rules(),
     )

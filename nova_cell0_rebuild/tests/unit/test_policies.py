@@ -17,6 +17,7 @@ from oslotest import base
 
 from nova_cell0_rebuild import policies
 from nova_cell0_rebuild.policies import cell0_servers
+from nova_cell0_rebuild.policies import cell0_waits
 from nova_cell0_rebuild.policies import rebuild
 
 
@@ -24,19 +25,20 @@ class TestPolicies(base.BaseTestCase):
 
     def test_rules_are_documented_and_project_scoped(self):
         rules = list(policies.list_rules())
-        self.assertEqual([rebuild.REBUILD_FROM_CELL0,
-                          rebuild.REBUILD_FROM_CELL0_REAPER,
-                          'cell0_rebuild:cell0_servers:list',
-                          'cell0_rebuild:cell0_servers:list:all_projects',
-                          'cell0_rebuild:cell0_servers:show'],
-                         [rule.name for rule in rules])
+        methods = {rebuild.REBUILD_FROM_CELL0: 'POST',
+                   rebuild.REBUILD_FROM_CELL0_REAPER: 'POST',
+                   'cell0_rebuild:cell0_servers:list': 'GET',
+                   'cell0_rebuild:cell0_servers:list:all_projects': 'GET',
+                   'cell0_rebuild:cell0_servers:show': 'GET',
+                   'cell0_rebuild:cell0_servers:wait': 'PUT',
+                   'cell0_rebuild:cell0_servers:wait:cancel': 'DELETE'}
+        self.assertEqual(list(methods), [rule.name for rule in rules])
         for rule in rules:
             self.assertIsInstance(rule, oslo_policy.DocumentedRuleDefault)
             self.assertEqual(['project'], rule.scope_types)
             self.assertTrue(rule.description)
-            self.assertEqual(
-                'GET' if rule.name.startswith(cell0_servers.PREFIX[:-2])
-                else 'POST', rule.operations[0]['method'])
+            self.assertEqual(methods[rule.name],
+                             rule.operations[0]['method'])
 
     def test_same_audience_as_novas_rebuild(self):
         from nova.policies import servers as nova_servers_policies
@@ -64,3 +66,53 @@ class TestPolicies(base.BaseTestCase):
         self.assertEqual(
             novas['os_compute_api:servers:index:get_all_tenants'],
             ours[cell0_servers.LIST_ALL_PROJECTS])
+
+    def test_wait_rules_are_named_as_the_spec(self):
+        self.assertEqual('cell0_rebuild:cell0_servers:wait',
+                         cell0_waits.WAIT)
+        self.assertEqual('cell0_rebuild:cell0_servers:wait:cancel',
+                         cell0_waits.CANCEL)
+        paths = {rule.name: rule.operations[0]['path']
+                 for rule in cell0_waits.list_rules()}
+        self.assertEqual(
+            {cell0_waits.WAIT: '/os-cell0-rebuild/servers/{server_id}/wait',
+             cell0_waits.CANCEL:
+                 '/os-cell0-rebuild/servers/{server_id}/wait'}, paths)
+
+    def test_wait_rules_have_the_audience_of_rebuild_from_cell0(self):
+        # A wait ends in a rebuild from cell0 the service does without the
+        # user's token: the opt-in is the user's consent to it.
+        ours = {rule.name: rule.check_str for rule in policies.list_rules()}
+        self.assertEqual('rule:project_member_or_admin',
+                         ours[rebuild.REBUILD_FROM_CELL0])
+        self.assertEqual(ours[rebuild.REBUILD_FROM_CELL0],
+                         ours[cell0_waits.WAIT])
+        self.assertEqual(ours[rebuild.REBUILD_FROM_CELL0],
+                         ours[cell0_waits.CANCEL])
+
+
+class TestWaitRulesEnforced(base.BaseTestCase):
+    """The wait rules on an enforcer with Nova's base rules (its aliases)."""
+
+    def setUp(self):
+        super().setUp()
+        from nova.policies import base as nova_policy_base
+        from oslo_config import cfg
+        conf = cfg.ConfigOpts()
+        conf([], project='nova')
+        self.enforcer = oslo_policy.Enforcer(conf)
+        self.enforcer.register_defaults(nova_policy_base.list_rules())
+        self.enforcer.register_defaults(cell0_waits.list_rules())
+        self.target = {'project_id': 'p1', 'user_id': 'u1'}
+
+    def _allowed(self, rule, roles, project_id='p1'):
+        creds = {'roles': roles, 'project_id': project_id,
+                 'user_id': 'u1'}
+        return self.enforcer.enforce(rule, self.target, creds)
+
+    def test_members_of_the_project_and_admins(self):
+        for rule in (cell0_waits.WAIT, cell0_waits.CANCEL):
+            self.assertTrue(self._allowed(rule, ['member', 'reader']))
+            self.assertTrue(self._allowed(rule, ['admin'], 'other'))
+            self.assertFalse(self._allowed(rule, ['reader']))
+            self.assertFalse(self._allowed(rule, ['member'], 'other'))
