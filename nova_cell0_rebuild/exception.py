@@ -118,3 +118,27 @@ class ServiceCredentialsInvalid(Cell0RebuildException):
 class ServiceAuthenticationFailed(Cell0RebuildException):
     msg_fmt = _('Could not authenticate with the credentials of [%(group)s] '
                 'at %(auth_url)s: %(reason)s')
+
+
+class NoCandidatePossible(Cell0RebuildException):
+    """The scheduler's request filters refuse a server before placement is
+    asked (its NoValidHost): no query is sent for it.
+
+    :ivar reason: the filter's message, for ``last_reason``.
+    """
+
+    msg_fmt = _('No candidate is possible: %(reason)s')
+
+    def __init__(self, reason):
+        self.reason = reason
+        super().__init__(reason=reason)
+
+
+class PlacementUnavailable(Cell0RebuildException):
+    """Placement could not answer a query for allocation candidates.
+
+    Neither "fits" nor "no candidate": the shape is asked again later.
+    """
+
+    msg_fmt = _('Placement could not answer GET /allocation_candidates: '
+                '%(reason)s')

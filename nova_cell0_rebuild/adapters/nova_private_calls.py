@@ -138,6 +138,28 @@ CALLS = {
     'nova.scheduler.client.report.SchedulerReportClient'
     '.delete_allocation_for_instance': {
         ('self', 'context', 'uuid', 'consumer_type', 'force'): _ALL},
+    # nova_placement: the allocation candidate query of
+    # nova.scheduler.manager.SchedulerManager.select_destinations, for a
+    # buried server's request shape (issue 27). Read on Nova 29 and 34,
+    # where each is the same; the stub of HostManager mirrors
+    # get_compute_nodes_by_host_or_node, the one method the scheduler
+    # hands resources_from_request_spec for.
+    'nova.scheduler.request_filter.process_reqspec': {
+        ('ctxt', 'request_spec'): _ALL},
+    'nova.scheduler.utils.resources_from_request_spec': {
+        ('ctxt', 'spec_obj', 'host_manager',
+         'enable_pinning_translate'): _ALL},
+    'nova.scheduler.utils.ResourceRequest.to_querystring': {
+        ('self',): _ALL},
+    'nova.scheduler.host_manager.HostManager'
+    '.get_compute_nodes_by_host_or_node': {
+        ('self', 'ctxt', 'host', 'node', 'cell'): _ALL},
+    'nova.scheduler.client.report.SchedulerReportClient.get': {
+        ('self', 'url', 'version', 'global_request_id'): _ALL},
+    'nova.context.scatter_gather_cells': {
+        ('context', 'cell_mappings', 'timeout', 'fn', '*args',
+         '**kwargs'): _ALL},
+    'nova.context.is_cell_failure_sentinel': {('record',): _ALL},
     # nova_paste, nova_service_context.
     'nova.api.openstack.wsgi_app._get_config_files': {('env',): _ALL},
     'nova.context._ContextAuthPlugin.__init__': {
@@ -148,6 +170,10 @@ CALLS = {
 ATTRIBUTES = {
     'nova.policy._ENFORCER': _ALL,
     'nova.context.CELLS': _ALL,
+    # nova_placement: the scheduler's placement microversion ('1.36' on
+    # 29 to 34) and its cell timeout.
+    'nova.scheduler.client.report.SAME_SUBTREE_VERSION': _ALL,
+    'nova.context.CELL_TIMEOUT': _ALL,
     # Nova 33 and newer name the rebuild action _rebuild, and keep its
     # request schemas on it; Nova 32 keeps them on _action_rebuild; older
     # releases keep them in the validation.schema closures of
