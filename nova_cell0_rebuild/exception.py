@@ -100,6 +100,12 @@ class LeaseHeld(Cell0RebuildException):
                 'lease is held.')
 
 
+class WaitContended(Cell0RebuildException):
+    """Writes of others changed a server's wait each time we read it."""
+    msg_fmt = _('The wait of instance %(uuid)s kept changing under us; '
+                'try again.')
+
+
 class AllocationNotReleased(Cell0RebuildException):
     msg_fmt = _('Placement could not be reached to release the allocation '
                 'of server %(uuid)s.')

@@ -19,7 +19,9 @@ Registered classes are published here as attributes, e.g.
 
 def register_all():
     # Importing a module registers the objects it defines.
+    __import__('nova_cell0_rebuild.objects.cell0_wait')
     __import__('nova_cell0_rebuild.objects.create_record')
     __import__('nova_cell0_rebuild.objects.move_journal')
+    __import__('nova_cell0_rebuild.objects.pending_epoch')
     __import__('nova_cell0_rebuild.objects.relay_announcement')
     __import__('nova_cell0_rebuild.objects.server_history')

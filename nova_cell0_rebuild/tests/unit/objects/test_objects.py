@@ -29,8 +29,11 @@ object_data = {
     'Cell0RebuildWaitAttemptPayload': '1.0-4b4500fb00073ee93089975fba4284ba',
     'Cell0RebuildWaitEndPayload': '1.0-5df0eed21ea12ec8bfce3fbfc0828dbf',
     'Cell0RebuildWaitPayload': '1.0-d1ef62b315ee15ff59b25e51e017e996',
+    'Cell0Wait': '1.0-63280b22a01cf4b81120aae1b6528fa2',
+    'Cell0WaitShape': '1.0-f5d54a4d8c815b01cf5d6d161ad32204',
     'CreateRecord': '1.3-4e356b80a394eae3c618025943541140',
     'MoveJournal': '1.1-3a373d608ebe22d9d4a0f6cc6e3099f1',
+    'PendingEpoch': '1.0-8a76ac9f603f2456120a2856da1e6c52',
     'RelayAnnouncement': '1.0-73f946cbea5d1a2d43d72dfc9489d1cd',
     'ServerHistory': '1.0-0942d722e7f704f18fee87dc8b283fb6',
 }
