@@ -132,3 +132,25 @@ def waiting_among(context, instance_uuids):
         rows = session.query(row.instance_uuid).filter(
             row.instance_uuid.in_(instance_uuids)).all()
     return {r[0] for r in rows}
+
+
+@db_api.retry_on_deadlock
+def note_shape(context, shape_key, reason_code, last_reason):
+    """Say why the waiting rows of a shape are not rebuilt: one UPDATE
+    per shape, rows already saying it are not written.
+
+    Only rows waiting for capacity (no back-off pending, whose reason
+    says why they back off); not fenced by ``lease_token``: only their
+    reason is written, which a dispatch overwrites anyway.
+    """
+    row = models.Cell0Wait
+    with db_api.writer(context) as session:
+        return session.query(row).filter(
+            row.state == State.WAITING, row.shape_key == shape_key,
+            row.next_attempt_at.is_(None),
+            sa.or_(row.reason_code.is_(None),
+                   row.reason_code != reason_code,
+                   row.last_reason.is_(None),
+                   row.last_reason != last_reason)).update(
+            {'reason_code': reason_code, 'last_reason': last_reason},
+            synchronize_session=False)
