@@ -26,6 +26,7 @@ from oslo_utils import timeutils
 from nova_cell0_rebuild.adapters import nova_cell0_listing
 from nova_cell0_rebuild.adapters import nova_compute
 from nova_cell0_rebuild.adapters import nova_servers
+from nova_cell0_rebuild.api import wait_opt_in
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild.gates import base as gates_base
 from nova_cell0_rebuild.notifications import wait as wait_notifications
@@ -49,11 +50,6 @@ def honoured(record):
     if record is None or not record.wait_deadline or record.wait_refusal:
         return None
     return record.wait_deadline
-
-
-def _project_enabled(conf, project_id):
-    projects = conf.cell0_rebuild_pending.projects
-    return '*' in projects or project_id in projects
 
 
 def open_wait(context, conf, instance, raw, buried_at, failure=None,
@@ -137,7 +133,8 @@ def intake(context, conf, payload, now=None):
     server, _bdms = gates_base.Cell0Server.load(context, instance, mapping,
                                                 read_only=True)
     raw = honoured(server.record)
-    if raw is None or not _project_enabled(conf, instance.project_id):
+    if raw is None or not wait_opt_in.project_enabled(
+            conf, instance.project_id):
         return None
     buried_at = (server.fault.created_at if server.fault is not None
                  else timeutils.utcnow())
@@ -162,7 +159,7 @@ def sweep_intake(context, conf, page_size=PAGE_SIZE, now=None):
     for page in nova_cell0_listing.pages(context, cell0, page_size):
         known = queue.waiting_among(context, [i.uuid for i in page])
         new = [i for i in page if i.uuid not in known
-               and _project_enabled(conf, i.project_id)]
+               and wait_opt_in.project_enabled(conf, i.project_id)]
         records = objects.CreateRecord.get_for_instances(context, new)
         for instance in new:
             raw = honoured(records.get(instance.uuid))
