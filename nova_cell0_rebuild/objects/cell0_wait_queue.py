@@ -15,9 +15,9 @@
 A pass reads a constant number of statements whatever the number of
 waiting servers (spec "Back-off and persistence"): the eligible rows
 counted per shape, the oldest rows of each project and fitting shape (a
-window query), the oldest eligible row. Rows come back as
-:class:`QueuedWait` plain values, not objects: a pass only reads them,
-and dispatches through :class:`.Cell0Wait`'s compare-and-swap.
+window query), the oldest row of each shape that does not fit. Rows come
+back as :class:`QueuedWait` plain values, not objects: a pass only reads
+them, and dispatches through :class:`.Cell0Wait`'s compare-and-swap.
 """
 
 import collections
@@ -61,22 +61,16 @@ def eligible_shapes(context, now, project_ids=None):
     return {key: count for key, count in rows}
 
 
-def heads(context, now, shape_keys, per_lane, project_ids=None):
-    """The *per_lane* oldest eligible rows of each (project, shape).
-
-    One statement: ``ROW_NUMBER() OVER (PARTITION BY project_id, shape_key
-    ORDER BY queued_at, instance_uuid)``; a pass never dispatches more
-    than ``max_in_flight`` of one project and shape, so the rows beyond
-    are not read into Python.
-
-    :returns: [QueuedWait], oldest first.
+def _ranked(context, now, shape_keys, per_lane, partition, project_ids):
+    """Eligible rows of *shape_keys* ranked by age within each partition,
+    the first *per_lane* of each: one statement.
     """
     shape_keys = list(shape_keys)
     if not shape_keys:
         return []
     row = models.Cell0Wait
     rank = sa.func.row_number().over(
-        partition_by=(row.project_id, row.shape_key),
+        partition_by=partition,
         order_by=(row.queued_at, row.instance_uuid)).label('rank')
     with db_api.reader(context) as session:
         ranked = _eligible(session.query(*(_COLUMNS + [rank])), now,
@@ -89,13 +83,30 @@ def heads(context, now, shape_keys, per_lane, project_ids=None):
     return [QueuedWait(*r) for r in rows]
 
 
-def oldest(context, now, project_ids=None):
-    """The oldest eligible row (the reservation's candidate), or None."""
+def heads(context, now, shape_keys, per_lane, project_ids=None):
+    """The *per_lane* oldest eligible rows of each (project, shape).
+
+    One statement: ``ROW_NUMBER() OVER (PARTITION BY project_id, shape_key
+    ORDER BY queued_at, instance_uuid)``; a pass never dispatches more
+    than ``max_in_flight`` of one project and shape, so the rows beyond
+    are not read into Python.
+
+    :returns: [QueuedWait], oldest first.
+    """
     row = models.Cell0Wait
-    with db_api.reader(context) as session:
-        found = _eligible(session.query(*_COLUMNS), now, project_ids).order_by(
-            row.queued_at, row.instance_uuid).first()
-    return QueuedWait(*found) if found is not None else None
+    return _ranked(context, now, shape_keys, per_lane,
+                   (row.project_id, row.shape_key), project_ids)
+
+
+def oldest_of_shapes(context, now, shape_keys, project_ids=None):
+    """The oldest eligible row of each of *shape_keys*, one statement:
+    with the heads of the fitting shapes, the order finds the oldest
+    server that starves (``reserve_after_seconds``) among them.
+
+    :returns: [QueuedWait], oldest first.
+    """
+    return _ranked(context, now, shape_keys, 1,
+                   (models.Cell0Wait.shape_key,), project_ids)
 
 
 def past_deadline(context, now, limit):

@@ -38,6 +38,8 @@ from oslo_utils import uuidutils
 from nova_cell0_rebuild.adapters import nova_placement
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild.api import rebuild as rebuild_flow
+from nova_cell0_rebuild.api import wait_opt_in
+from nova_cell0_rebuild.conf import cell0_rebuild_pending as pending_conf
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild.notifications import wait as wait_notifications
 from nova_cell0_rebuild import objects
@@ -58,7 +60,7 @@ DELETED = 'instance.delete.end'
 SETTLE_SIGNALS = (CREATED, BURIED, DELETED)
 
 #: ``[cell0_rebuild_pending] projects`` value that enables every project.
-ALL_PROJECTS = '*'
+ALL_PROJECTS = pending_conf.ALL_PROJECTS
 
 
 @dataclasses.dataclass
@@ -99,12 +101,18 @@ def _naive_now(now):
     return timeutils.normalize_time(now) if now else timeutils.utcnow()
 
 
+def _naive(moment):
+    """Naive UTC, as the rows and ``now`` are (a Cell0Wait's are aware)."""
+    return None if moment is None else timeutils.normalize_time(moment)
+
+
 def _as_waiting(row):
     """An order.Waiting from a queue row or a Cell0Wait."""
     return order.Waiting(
         uuid=row.instance_uuid, project_id=row.project_id,
-        queued_at=row.queued_at, shape_key=row.shape_key,
-        deadline=row.deadline, next_attempt_at=row.next_attempt_at,
+        queued_at=_naive(row.queued_at), shape_key=row.shape_key,
+        deadline=_naive(row.deadline),
+        next_attempt_at=_naive(row.next_attempt_at),
         attempts=row.attempts, state=row.state)
 
 
@@ -138,8 +146,7 @@ class Dispatcher(object):
             reserve_for_seconds=options.reserve_for_seconds)
 
     def _project_enabled(self, project_id):
-        projects = project_filter(self.conf)
-        return projects is None or project_id in projects
+        return wait_opt_in.project_enabled(self.conf, project_id)
 
     # Intake.
 
@@ -190,7 +197,8 @@ class Dispatcher(object):
         rows = queue.heads(context, now, fitting,
                            self.options.max_in_flight, projects)
         waits = [_as_waiting(row) for row in rows]
-        waits.extend(self._reservation_candidates(context, now, projects))
+        waits.extend(self._reservation_candidates(
+            context, now, sorted(set(fits) - set(fitting)), projects))
         plan = order.plan(waits, fits, self._in_flight_by_shape(),
                           len(self.in_flight), self.last_served,
                           self.reservation, now, self._settings())
@@ -231,15 +239,15 @@ class Dispatcher(object):
                                  answer.summary)
         return fits
 
-    def _reservation_candidates(self, context, now, projects):
-        """The oldest eligible wait and the reservation's holder, which the
-        order needs whether their shape fits or not.
+    def _reservation_candidates(self, context, now, unfit, projects):
+        """The oldest eligible wait of each shape that does not fit and
+        the reservation's holder, which the order needs to know whether a
+        server starves (the heads of fitting shapes are read already).
         """
         found = []
         if self.options.reserve_after_seconds > 0:
-            oldest = queue.oldest(context, now, projects)
-            if oldest is not None:
-                found.append(_as_waiting(oldest))
+            found.extend(_as_waiting(row) for row in queue.oldest_of_shapes(
+                context, now, unfit, projects))
         holder = self.reservation.holder
         if holder is not None and holder not in {w.uuid for w in found}:
             wait = objects.Cell0Wait.get_by_instance_uuid(context, holder)

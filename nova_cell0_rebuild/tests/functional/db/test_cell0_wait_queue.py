@@ -60,7 +60,9 @@ class _QueueTest(object):
         heads = queue.heads(self.context, NOW, ['S', 'T'], 2)
         self.assertEqual([t, a[1], b[0], a[2], b[1]],
                          [h.instance_uuid for h in heads])
-        self.assertEqual(t, queue.oldest(self.context, NOW).instance_uuid)
+        self.assertEqual([t, a[1]], [w.instance_uuid for w in
+                                     queue.oldest_of_shapes(
+                                         self.context, NOW, ['S', 'T'])])
         self.assertEqual([late], queue.past_deadline(self.context, NOW, 5))
         self.assertEqual(5, queue.note_shape(self.context, 'S',
                                              'no_candidate', 'none'))

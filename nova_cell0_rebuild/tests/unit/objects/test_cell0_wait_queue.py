@@ -80,12 +80,18 @@ class QueueTest(base.DBTestCase):
             self.context, NOW, ['S'], 1, ['b'])])
         self.assertEqual([], queue.heads(self.context, NOW, [], 2))
 
-    def test_oldest_and_past_deadline(self):
-        self._wait('a', 'S', 5)
+    def test_oldest_of_shapes_and_past_deadline(self):
+        s = self._wait('a', 'S', 5)
+        self._wait('b', 'S', 6)
         old = self._wait('b', 'T', 1)
+        self._wait('a', 'T', 2)
+        self._wait('a', 'U', 0)
         late = self._wait('c', 'T', 0, deadline_hours=1)
-        self.assertEqual(old, queue.oldest(self.context, NOW).instance_uuid)
-        self.assertIsNone(queue.oldest(self.context, NOW, ['z']))
+        self.assertEqual([old, s], [w.instance_uuid for w in
+                                    queue.oldest_of_shapes(
+                                        self.context, NOW, ['S', 'T'])])
+        self.assertEqual([], queue.oldest_of_shapes(self.context, NOW,
+                                                    ['S'], ['z']))
         self.assertEqual([late], queue.past_deadline(self.context, NOW, 10))
 
     def test_note_shape_writes_rows_waiting_for_capacity(self):
@@ -117,7 +123,7 @@ class QueueTest(base.DBTestCase):
             try:
                 queue.eligible_shapes(self.context, NOW)
                 queue.heads(self.context, NOW, ['S'], 2)
-                queue.oldest(self.context, NOW)
+                queue.oldest_of_shapes(self.context, NOW, ['S'])
                 queue.past_deadline(self.context, NOW, 10)
             finally:
                 sa.event.remove(engine, 'before_cursor_execute', count_one)
