@@ -186,22 +186,36 @@ def candidates(context, queries, limit):
     asked in order and the first with a candidate answers: the fallback
     query of a PCPU shape is only sent when the PCPU one has none.
 
+    A query placement refuses with 400 has no candidate, as for the
+    scheduler (its ``get_allocation_candidates`` answers None, then
+    NoValidHost): placement refuses a trait it does not know ("No such
+    trait(s)"), which a compute may still report later; the summary
+    quotes placement's reason.
+
     :param queries: the shape, from :func:`request_shape`.
     :param limit: the ``limit`` of each query (>= 1).
     :raises: PlacementUnavailable when placement cannot be reached or
-        answers an error: never taken for "fits" nor for "no candidate".
+        answers another error: never taken for "fits" nor for "no
+        candidate".
     """
     if limit < 1:
         raise ValueError('limit must be at least 1, not %r' % limit)
+    refusals = []
     for query in queries:
         answer = _get_candidates(context, query, limit)
-        if answer['allocation_requests']:
+        if isinstance(answer, str):
+            refusals.append(answer)
+        elif answer['allocation_requests']:
             return Candidates(True, room(answer, _unsuffixed(query)[0]),
                               '')
-    return Candidates(False, 0, summary(queries[0]))
+    text = summary(queries[0])
+    if refusals:
+        text += ' (placement: %s)' % refusals[0]
+    return Candidates(False, 0, text)
 
 
 def _get_candidates(context, query, limit):
+    """Placement's answer to one query; for a 400, its reason."""
     url = '/allocation_candidates?%s' % '&'.join(
         part for part in (query, 'limit=%d' % limit) if part)
     try:
@@ -210,6 +224,8 @@ def _get_candidates(context, query, limit):
             global_request_id=context.global_id)
     except ks_exc.ClientException as error:
         raise exception.PlacementUnavailable(reason=str(error))
+    if response is not None and response.status_code == 400:
+        return _reason(response)
     if response is None or response.status_code != 200:
         raise exception.PlacementUnavailable(reason='%s %s' % (
             getattr(response, 'status_code', 'no answer'),
@@ -225,6 +241,19 @@ def _get_candidates(context, query, limit):
         raise exception.PlacementUnavailable(
             reason='unexpected answer: %.200s' % response.text)
     return answer
+
+
+def _reason(response):
+    """The last line of placement's error detail (its first line is
+    webob's generic text), or its body.
+    """
+    try:
+        detail = response.json()['errors'][0]['detail']
+    except (ValueError, KeyError, IndexError, TypeError):
+        detail = response.text
+    lines = [line.strip() for line in str(detail).splitlines()
+             if line.strip()]
+    return lines[-1][:200] if lines else 'refused (400)'
 
 
 def _unsuffixed(query):

@@ -374,6 +374,35 @@ class CandidatesTest(base.TestCase):
             self.context, (self.PINNED,), 1)
         self.assertIn('503', str(error))
 
+    def test_refused_query_has_no_candidate(self):
+        # Placement's 400 for a trait no provider ever reported; the
+        # scheduler's get_allocation_candidates answers None: NoValidHost.
+        self.client.get.return_value = FakeResponse(400, {'errors': [{
+            'status': 400, 'detail': 'The server could not comply with the '
+            'request since it is either malformed or otherwise incorrect.'
+            '\n\n No such trait(s): CUSTOM_NOWHERE.  '}]})
+        found = nova_placement.candidates(
+            self.context, (self.PINNED, self.FALLBACK), 1)
+        self.assertEqual(nova_placement.Candidates(
+            False, 0, 'placement has no candidate for PCPU=4,MEMORY_MB=4096 '
+            '(placement: No such trait(s): CUSTOM_NOWHERE.)'), found)
+        self.assertEqual(2, self.client.get.call_count)
+
+    def test_fallback_fits_after_a_refused_query(self):
+        self.client.get.side_effect = [
+            FakeResponse(400, {'errors': [{'detail': 'No such trait(s): X'}]}),
+            FakeResponse(200, self.FITS)]
+        found = nova_placement.candidates(
+            self.context, (self.PINNED, self.FALLBACK), 1)
+        self.assertEqual(nova_placement.Candidates(True, 4, ''), found)
+
+    def test_credentials_refused_is_not_an_answer(self):
+        self.client.get.return_value = FakeResponse(
+            401, {'errors': [{'detail': 'no token'}]})
+        self.assertRaises(exception.PlacementUnavailable,
+                          nova_placement.candidates,
+                          self.context, (self.PINNED,), 1)
+
     def test_placement_unreachable(self):
         self.client.get.side_effect = ks_exc.ConnectFailure('refused')
         self.assertRaises(exception.PlacementUnavailable,
