@@ -271,3 +271,9 @@ class PendingEpoch(BASE):
     epoch = sa.Column(sa.Integer, nullable=False)
     holder = sa.Column(sa.String(255), nullable=False)
     heartbeat_at = sa.Column(sa.DateTime, nullable=False)
+    # Incremented by every heartbeat, so that each one changes the row:
+    # Galera certifies only an UPDATE that changes a row, and a heartbeat
+    # in the same second as the last one (DATETIME has no fraction) would
+    # otherwise pass on a node that has not applied a newer epoch yet.
+    beats = sa.Column(sa.Integer, nullable=False, default=0,
+                      server_default='0')

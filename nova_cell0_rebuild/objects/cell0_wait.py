@@ -24,7 +24,13 @@ losing is an outcome of a race, not an error.
 
 On a Galera cluster the loser of two writes through different nodes gets
 DBDeadlock at COMMIT; the write is retried, and one still refused counts
-as lost, as ``objects/relay_announcement.py`` reads it.
+as lost, as ``objects/relay_announcement.py`` reads it. Galera certifies
+only an UPDATE that changes the row: the writes that fence (``dispatch``,
+``back_off``, ``end``, a restart) always change ``state`` or the token;
+``note``, ``set_shape``, ``record_request_id`` and the update of an open
+wait may change nothing and then answer True on a node that has not yet
+applied another node's write, which costs nothing: the next fencing
+write of that holder is certified and loses.
 
 ``Cell0WaitShape`` holds each request shape once, content-addressed: the
 placement query string(s) a server would be scheduled with, keyed by their
@@ -188,6 +194,8 @@ class Cell0Wait(base.Cell0RebuildObject):
         opening = {'user_id': user_id, 'source': source,
                    'deadline': _naive(deadline),
                    'reason_code': reason_code, 'last_reason': last_reason}
+        cls._check(dict(opening, instance_uuid=instance_uuid,
+                        project_id=project_id, queued_at=queued_at))
         for _round in range(OPEN_ROUNDS):
             wait = cls.get_by_instance_uuid(context, instance_uuid)
             if wait is None:
@@ -231,13 +239,26 @@ class Cell0Wait(base.Cell0RebuildObject):
 
     # The compare-and-swap every write is.
 
+    @classmethod
+    def _check(cls, values):
+        """Refuse values the fields refuse (an unknown reason code, say)
+        before they are written, not once they are.
+
+        :raises: ValueError
+        """
+        for key, value in values.items():
+            cls.fields[key].coerce(None, key, value)
+
     def _swap(self, values):
         """Write *values* if the row is still as this object read it.
 
         :returns: True, with this object's fields set to what was
             written; False when another writer changed the row (or
             deleted it) since: nothing written.
+        :raises: ValueError for a value the fields refuse (nothing
+            written).
         """
+        self._check(values)
         values = dict(values, updated_at=_now())
         try:
             won = self._swap_in_db(values)

@@ -50,6 +50,7 @@ class PendingEpoch(base.Cell0RebuildObject):
         'epoch': fields.NonNegativeIntegerField(),
         'holder': fields.StringField(),
         'heartbeat_at': fields.DateTimeField(),
+        'beats': fields.NonNegativeIntegerField(),
     })
 
     @classmethod
@@ -116,7 +117,7 @@ class PendingEpoch(base.Cell0RebuildObject):
     def _insert_in_db(context, name, holder, now):
         with db_api.writer(context) as session:
             session.add(models.PendingEpoch(
-                name=name, epoch=1, holder=holder, heartbeat_at=now,
+                name=name, epoch=1, holder=holder, heartbeat_at=now, beats=0,
                 created_at=now, updated_at=now))
             session.flush()
         return 1
@@ -127,7 +128,10 @@ class PendingEpoch(base.Cell0RebuildObject):
 
         :returns: False when deposed (a newer epoch was taken, or the row
             is gone): stop serving. A write refused by Galera at each
-            retry also answers False: the safe side.
+            retry also answers False: the safe side. Each heartbeat
+            changes the row (``beats``): on Galera an UPDATE that changes
+            nothing is not certified, so on a node that has not applied
+            a newer epoch yet it would match the old one and answer True.
         """
         try:
             return cls._heartbeat_in_db(context, name, epoch, _now(now))
@@ -140,5 +144,6 @@ class PendingEpoch(base.Cell0RebuildObject):
         with db_api.writer(context) as session:
             return session.query(models.PendingEpoch).filter_by(
                 name=name, epoch=epoch).update(
-                    {'heartbeat_at': now, 'updated_at': now},
+                    {'heartbeat_at': now, 'updated_at': now,
+                     'beats': models.PendingEpoch.beats + 1},
                     synchronize_session=False) == 1

@@ -100,6 +100,8 @@ def upgrade():
         sa.Column('epoch', sa.Integer(), nullable=False),
         sa.Column('holder', sa.String(255), nullable=False),
         sa.Column('heartbeat_at', sa.DateTime(), nullable=False),
+        sa.Column('beats', sa.Integer(), nullable=False,
+                  server_default='0'),
         sa.UniqueConstraint(
             'name', name='uniq_cell0_rebuild_pending_epoch0name'),
         mysql_engine='InnoDB',

@@ -214,7 +214,8 @@ class GaleraTestCase(quiet_output.CappedDetails, oslo_base.BaseTestCase):
         report = '\n'.join('%4d  %s / %s' % (n, left, right) for (
             left, right), n in outcomes.most_common())
         self.addDetail('outcomes', content.text_content(report))
-        LOG.warning('%s, %d rounds:\n%s', self.id(), ROUNDS, report)
+        LOG.warning('%s, %d rounds:\n%s', self.id(),
+                    sum(outcomes.values()), report)
         return outcomes
 
     def _await(self, context, token):
@@ -404,3 +405,108 @@ class TestRelayLedgerThroughTwoNodes(GaleraTestCase):
             set(outcomes), {('marked', announcement.ANNOUNCED),
                             ('marked', announcement.HELD),
                             ('refused', announcement.TAKEN_OVER)})
+
+
+class TestPendingWaitsThroughTwoNodes(GaleraTestCase):
+    """Two dispatchers of issue 27's waits, each through its own node.
+
+    A deposed dispatcher and its successor (or a dispatcher and a user's
+    DELETE .../wait) write one wait: exactly one wins, and the loser's
+    compare-and-swap answers False, even when Galera refuses it at COMMIT
+    (DBDeadlock), never an error.
+    """
+
+    def _waiting(self, round_):
+        """A wait of its own per round, opened through the first node."""
+        self.on_node(0)
+        context = nova_context.get_admin_context()
+        instance = str(uuid.uuid5(uuid.NAMESPACE_URL, 'wait-%d' % round_))
+        now = timeutils.utcnow()
+        objects.Cell0Wait.open(context, instance, 'project', 'user', 'api',
+                               now, now + datetime.timedelta(hours=1))
+        return instance
+
+    @staticmethod
+    def _await_wait(context, instance):
+        """The wait as this node reads it once the open reached it."""
+        deadline = time.monotonic() + 10
+        while True:
+            wait = objects.Cell0Wait.get_by_instance_uuid(context, instance)
+            if wait is not None:
+                return wait
+            if time.monotonic() > deadline:
+                raise AssertionError('the wait never reached this node')
+            time.sleep(0.05)
+
+    def _race(self, left, right):
+        """ROUNDS rounds of *left* against *right* on one wait each.
+
+        :returns: a Counter of (left outcome, right outcome).
+        """
+        outcomes = collections.Counter()
+        for round_ in range(ROUNDS):
+            instance = self._waiting(round_)
+            results = {}
+            barrier = threading.Barrier(2)
+
+            def side(name, node, work):
+                self.on_node(node)
+                context = nova_context.get_admin_context()
+                try:
+                    wait = self._await_wait(context, instance)
+                    barrier.wait(timeout=30)
+                    results[name] = work(wait)
+                except Exception as exc:
+                    barrier.abort()
+                    results[name] = '%s: %s' % (type(exc).__name__, exc)
+            self.in_threads(lambda: side('l', 0, left),
+                            lambda: side('r', 1, right))
+            outcomes[(results.get('l'), results.get('r'))] += 1
+        return self.reported(outcomes)
+
+    @staticmethod
+    def _dispatch(wait):
+        return 'dispatched' if wait.dispatch('pending', LEASE) else 'lost'
+
+    @staticmethod
+    def _cancel(wait):
+        return 'ended' if wait.end(fields.WaitReason.CANCELLED,
+                                   'cancelled') else 'lost'
+
+    def test_dispatch_against_dispatch(self):
+        outcomes = self._race(self._dispatch, self._dispatch)
+        self.assertEqual({('dispatched', 'lost')},
+                         {tuple(sorted(pair)) for pair in outcomes})
+
+    def test_dispatch_against_cancel(self):
+        outcomes = self._race(self._dispatch, self._cancel)
+        self.assertLessEqual(set(outcomes), {('dispatched', 'lost'),
+                                             ('lost', 'ended')})
+
+    def test_take_against_take(self):
+        # Two copies elected at once (a lock held twice): distinct epochs,
+        # and only the newer one heartbeats, each through its own node.
+        outcomes = collections.Counter()
+        for round_ in range(ROUNDS):
+            name = 'pending-%d' % round_
+            results = {}
+            barrier = threading.Barrier(2)
+
+            def side(side_name, node):
+                self.on_node(node)
+                context = nova_context.get_admin_context()
+                try:
+                    barrier.wait(timeout=30)
+                    epoch = objects.PendingEpoch.take(context, name,
+                                                      side_name)
+                    barrier.wait(timeout=30)
+                    results[side_name] = (epoch, objects.PendingEpoch.
+                                          heartbeat(context, name, epoch))
+                except Exception as exc:
+                    barrier.abort()
+                    results[side_name] = '%s: %s' % (type(exc).__name__,
+                                                     exc)
+            self.in_threads(lambda: side('l', 0), lambda: side('r', 1))
+            outcomes[tuple(sorted(map(str, results.values())))] += 1
+        self.reported(outcomes)
+        self.assertEqual({('(1, False)', '(2, True)')}, set(outcomes))

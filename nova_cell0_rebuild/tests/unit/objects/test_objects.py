@@ -33,7 +33,7 @@ object_data = {
     'Cell0WaitShape': '1.0-f5d54a4d8c815b01cf5d6d161ad32204',
     'CreateRecord': '1.3-4e356b80a394eae3c618025943541140',
     'MoveJournal': '1.1-3a373d608ebe22d9d4a0f6cc6e3099f1',
-    'PendingEpoch': '1.0-8a76ac9f603f2456120a2856da1e6c52',
+    'PendingEpoch': '1.0-b723cb4654ed4882cdc9f88c269fe216',
     'RelayAnnouncement': '1.0-73f946cbea5d1a2d43d72dfc9489d1cd',
     'ServerHistory': '1.0-0942d722e7f704f18fee87dc8b283fb6',
 }
