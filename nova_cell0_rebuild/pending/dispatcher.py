@@ -59,6 +59,9 @@ BURIED = 'compute_task.build_instances.error'
 DELETED = 'instance.delete.end'
 SETTLE_SIGNALS = (CREATED, BURIED, DELETED)
 
+#: The epoch row's name (``cell0_rebuild_pending_epoch``).
+EPOCH_NAME = 'nova-cell0-rebuild-pending'
+
 #: ``[cell0_rebuild_pending] projects`` value that enables every project.
 ALL_PROJECTS = pending_conf.ALL_PROJECTS
 
@@ -124,12 +127,17 @@ class Dispatcher(object):
         (``nova_service_context.service_context``); each attempt runs in a
         copy of it with a request id of its own.
     :param owner: names this dispatcher in the rows it dispatches.
+    :param epoch: the epoch this copy took (``PendingEpoch.take``); each
+        dispatch first renews its heartbeat fenced on it and the pass
+        stops once deposed. None: no fence (tests, a single copy).
     """
 
-    def __init__(self, conf, context, owner):
+    def __init__(self, conf, context, owner, epoch=None):
         self.conf = conf
         self.context = context
         self.owner = owner
+        self.epoch = epoch
+        self.deposed = False
         self.in_flight = {}
         self.reservation = order.NO_RESERVATION
         self.last_served = {}
@@ -172,6 +180,23 @@ class Dispatcher(object):
         return intakes.sweep_intake(context or self.context, self.conf,
                                     now=now)
 
+    def refresh_shapes(self, context=None, now=None, limit=100):
+        """Compute the shapes of waiting rows that have none, or one older
+        than ``shape_ttl_seconds`` (for the sweep: it calls Neutron and
+        Cyborg per server).
+
+        :returns: the uuids whose shape was computed again.
+        """
+        context = context or self.context
+        now = _naive_now(now)
+        stale = now - datetime.timedelta(
+            seconds=self.options.shape_ttl_seconds)
+        uuids = queue.unshaped(context, stale, limit)
+        for wait in objects.Cell0Wait.get_by_instance_uuids(
+                context, uuids).values():
+            intakes.compute_shape(context, wait, now=now)
+        return uuids
+
     # A pass.
 
     def run_pass(self, context=None, now=None):
@@ -206,6 +231,8 @@ class Dispatcher(object):
         self.last_served = dict(plan.last_served)
         report.held_back = plan.held_back
         for uuid in plan.dispatch:
+            if not self._still_acting(context, now):
+                break
             if self._dispatch_one(context, uuid, now):
                 report.dispatched.append(uuid)
             else:
@@ -217,6 +244,20 @@ class Dispatcher(object):
                  ' (held back for %s)' % plan.reservation.holder
                  if plan.held_back else '')
         return report
+
+    def _still_acting(self, context, now):
+        """Renew the epoch's heartbeat; False once another copy took a
+        newer epoch (this one must stop dispatching).
+        """
+        if self.epoch is None:
+            return True
+        if not self.deposed and not objects.PendingEpoch.heartbeat(
+                context, EPOCH_NAME, self.epoch, now=now):
+            LOG.warning('Dispatcher %s was deposed (epoch %s is no longer '
+                        'the current one): it dispatches no more',
+                        self.owner, self.epoch)
+            self.deposed = True
+        return not self.deposed
 
     def _ask_placement(self, context, counts, report):
         """{shape key: order.Fit}, one candidates() call per shape; the

@@ -170,6 +170,35 @@ class DispatcherTest(base.DBTestCase):
         self.assertEqual([big, small], report.dispatched)
         self.assertIsNone(self.dispatcher.reservation.holder)
 
+    def test_a_deposed_dispatcher_dispatches_nothing(self):
+        epoch = objects.PendingEpoch.take(self.context,
+                                          dispatcher_mod.EPOCH_NAME, 'old')
+        self.dispatcher.epoch = epoch
+        first = self._wait(minute=0)
+        self.assertEqual([first],
+                         self.dispatcher.run_pass(now=NOW).dispatched)
+        objects.PendingEpoch.take(self.context, dispatcher_mod.EPOCH_NAME,
+                                  'new')
+        second = self._wait(project='q', minute=1)
+        self.assertEqual([], self.dispatcher.run_pass(now=NOW).dispatched)
+        self.assertTrue(self.dispatcher.deposed)
+        self.assertEqual('waiting', self._row(second).state)
+
+    def test_refresh_shapes_recomputes_missing_and_stale_ones(self):
+        fresh = self._wait()
+        stale_at = NOW - datetime.timedelta(
+            seconds=self.conf.cell0_rebuild_pending.shape_ttl_seconds + 1)
+        self._row(fresh).set_shape(self._row(fresh).shape_key, now=NOW)
+        stale = self._wait()
+        self._row(stale).set_shape(self._row(stale).shape_key, now=stale_at)
+        missing = self._wait()
+        self._row(missing).set_shape(None, now=NOW)
+        self.assertEqual({stale, missing}, set(
+            self.dispatcher.refresh_shapes(now=NOW)))
+        self.assertEqual({stale, missing}, {
+            call[0][1].instance_uuid
+            for call in intake.compute_shape.call_args_list})
+
     def test_no_candidate_notes_the_rows(self):
         uuid = self._wait()
         self.candidates.return_value = nova_placement.Candidates(
