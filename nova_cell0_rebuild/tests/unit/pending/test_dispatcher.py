@@ -19,9 +19,11 @@ from unittest import mock
 
 import fixtures
 from oslo_context import context as oslo_context
+import sqlalchemy as sa
 
 from nova_cell0_rebuild.adapters import nova_placement
 from nova_cell0_rebuild.adapters import nova_servers
+from nova_cell0_rebuild.db import api as db_api
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild.notifications import wait as wait_notifications
 from nova_cell0_rebuild import objects
@@ -198,6 +200,36 @@ class DispatcherTest(base.DBTestCase):
         self.assertEqual({stale, missing}, {
             call[0][1].instance_uuid
             for call in intake.compute_shape.call_args_list})
+
+    def test_a_pass_reads_as_many_statements_for_few_or_many_waits(self):
+        # Its oldest-of-shapes read runs; nobody waited long enough.
+        self.flags(reserve_after_seconds=3600)
+        self.candidates.side_effect = lambda context, queries, limit: (
+            nova_placement.Candidates(queries == ['resources=X:1'], int(
+                queries == ['resources=X:1']), 'none'))
+
+        def statements(per_project):
+            for project in ('a', 'b', 'c'):
+                for query in ('resources=X:1', 'resources=X:9'):
+                    for _ in range(per_project):
+                        self._wait(project=project, minute=self.serial,
+                                   query=query)
+            engine = db_api.get_engine()
+            count = [0]
+
+            def count_one(*args):
+                count[0] += 1
+            sa.event.listen(engine, 'before_cursor_execute', count_one)
+            try:
+                report = self.dispatcher.run_pass(now=NOW)
+            finally:
+                sa.event.remove(engine, 'before_cursor_execute', count_one)
+            self.assertEqual(1, len(report.dispatched))
+            self.dispatcher.in_flight.clear()
+            return count[0]
+        few = statements(1)
+        self.assertGreater(few, 0)
+        self.assertEqual(few, statements(10))
 
     def test_no_candidate_notes_the_rows(self):
         uuid = self._wait()
