@@ -245,8 +245,15 @@ class PendingDispatcherTest(base.Cell0RebuildTestCase):
         now = timeutils.utcnow()
         self.assertEqual([second['id']],
                          self.dispatcher.run_pass(now=now).dispatched)
-        self.assertEqual({second['id']: dispatcher_mod.BURIED},
-                         self._settle_all())
+        # The settle signal: Nova's notification of the second burial
+        # (both burials are of this server: the first server is ACTIVE).
+        burials = self.notifier.wait_for_versioned_notifications(
+            BURIAL, n_events=2, timeout=60)
+        self.assertEqual([second['id']] * 2, [
+            b['payload']['nova_object.data']['instance_uuid']
+            for b in burials])
+        self.assertIsNone(self.dispatcher.intake(None, burials[-1]['payload']))
+        self.assertEqual({}, self.dispatcher.in_flight)
         wait = self._wait(second['id'])
         self.assertEqual(('waiting', 'scheduler_refused', 1),
                          (wait.state, wait.reason_code, wait.attempts))
