@@ -21,6 +21,7 @@ that appears. Placement is the real placement fixture; its ``GET
 import datetime
 import time
 
+import eventlet
 import fixtures as fixtures_lib
 from nova.scheduler.client import report
 from oslo_config import cfg
@@ -32,12 +33,14 @@ from nova_cell0_rebuild.notifications import sender
 from nova_cell0_rebuild import objects
 from nova_cell0_rebuild.pending import dispatcher as dispatcher_mod
 from nova_cell0_rebuild.tests.functional import base
+from nova_cell0_rebuild.tests.functional import test_move_faults
+from nova_cell0_rebuild.tests.functional import test_move_lease
 
 CONF = cfg.CONF
 BURIAL = 'compute_task.build_instances.error'
 
 
-class PendingDispatcherTest(base.Cell0RebuildTestCase):
+class _PendingTestBase(base.Cell0RebuildTestCase):
 
     def setUp(self):
         super().setUp()
@@ -112,7 +115,8 @@ class PendingDispatcherTest(base.Cell0RebuildTestCase):
         return [a['action'] for a in
                 self.admin_api.get_instance_actions(server_id)]
 
-    # Tests.
+
+class PendingDispatcherTest(_PendingTestBase):
 
     def test_room_for_two_rebuilds_the_two_the_order_names(self):
         a1 = self._bury(self.api_a)
@@ -311,3 +315,34 @@ class PendingDispatcherTest(base.Cell0RebuildTestCase):
         self.assertEqual('ERROR', self._status(plain))
         self.assertEqual(['create'], self._actions(plain['id']))
         self.assertEqual([], self._ours('cell0_rebuild.wait.start'))
+
+
+class RebuildInProgressTest(test_move_faults.MoveChecks, _PendingTestBase):
+    """Another rebuild holds the server when ours is dispatched."""
+
+    def test_a_rebuild_in_progress_settles_the_wait(self):
+        server = self._bury(self.api)
+        self.dispatcher.sweep_intake()
+        self._start_compute('host1')
+        hold = test_move_lease._Hold()
+        # The user's own rebuild, held once it claimed the server.
+        with self._inject('nova_build_requests.new_build_request', hold):
+            thread = eventlet.spawn(self._rebuild, server['id'])
+            hold.reached.wait()
+            report_ = self.dispatcher.run_pass()
+            hold.release.send()
+            resp = thread.wait()
+        self.assertEqual(202, resp.status, resp.body)
+        self.assertEqual(([], [server['id']]),
+                         (report_.dispatched, report_.refused))
+        # Not ours to back off: the row waits for that rebuild's outcome.
+        self.assertEqual('dispatched', self._wait(server['id']).state)
+        [attempt] = self._ours('cell0_rebuild.wait.attempt')
+        self.assertEqual(('refused', None, 409),
+                         (attempt['outcome'], attempt['gate'],
+                          attempt['code']))
+        self._wait_for_state_change(server, 'ACTIVE')
+        self.assertEqual({server['id']: dispatcher_mod.CREATED},
+                         self._settle_all())
+        self.assertIsNone(self._wait(server['id']))
+        self.assertEqual(1, len(self._allocations(server['id'])))
