@@ -133,6 +133,19 @@ def unshaped(context, stale_before, limit):
     return [r[0] for r in rows]
 
 
+def page(context, after=None, limit=100):
+    """Uuids of wait rows of any state, in uuid order, after *after*: the
+    sweep's pages over the table (one statement each).
+    """
+    row = models.Cell0Wait
+    with db_api.reader(context) as session:
+        query = session.query(row.instance_uuid)
+        if after is not None:
+            query = query.filter(row.instance_uuid > after)
+        rows = query.order_by(row.instance_uuid).limit(limit).all()
+    return [r[0] for r in rows]
+
+
 def waiting_among(context, instance_uuids):
     """The uuids among *instance_uuids* that have a wait row, any state."""
     instance_uuids = list(instance_uuids)

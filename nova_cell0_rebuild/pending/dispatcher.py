@@ -488,6 +488,30 @@ class Dispatcher(object):
             self.settle(context, uuid, signal, now=now)
         return signals
 
+    def sweep_gone(self, context=None, page_size=100):
+        """Forget the waits of servers deleted or moved out of cell0 whose
+        settle signal was missed (any state; a dispatched one of ours
+        still building is left to settle).
+
+        Pages the table: two statements a page (the uuids, where they are).
+
+        :returns: {uuid: signal} of the rows forgotten.
+        """
+        context = context or self.context
+        forgotten = {}
+        after = None
+        while True:
+            uuids = queue.page(context, after, page_size)
+            if not uuids:
+                return forgotten
+            for uuid, signal in self.look(context, uuids).items():
+                if signal != BURIED:
+                    self.settle(context, uuid, signal)
+                    forgotten[uuid] = signal
+            if len(uuids) < page_size:
+                return forgotten
+            after = uuids[-1]
+
     def settle_expired(self, context=None, now=None):
         """Settle dispatched rows whose lease ran out (their dispatcher
         died or lost track): by where the server is now.

@@ -317,6 +317,29 @@ class DispatcherTest(base.DBTestCase):
             self.dispatcher.look(self.context,
                                  [_uuid(n) for n in range(1, 6)]))
 
+    def test_sweep_gone_forgets_servers_no_longer_in_cell0(self):
+        uuids = [self._wait(minute=n) for n in range(5)]
+        ended = self._row(uuids[4])
+        ended.end('cancelled', 'x')
+        where = {
+            uuids[0]: nova_servers.Whereabouts('cell1', False, False),
+            uuids[1]: nova_servers.Whereabouts(CELL0, False, False),
+            uuids[2]: nova_servers.Whereabouts(None, False, True),
+            uuids[4]: nova_servers.Whereabouts(CELL0, True, False),
+        }
+        self.useFixture(fixtures.MockPatchObject(
+            nova_servers, 'where_is', side_effect=lambda context, asked: {
+                uuid: where[uuid] for uuid in asked if uuid in where}))
+        self.assertEqual({uuids[0]: dispatcher_mod.CREATED,
+                          uuids[3]: dispatcher_mod.DELETED,
+                          uuids[4]: dispatcher_mod.DELETED},
+                         self.dispatcher.sweep_gone(page_size=2))
+        self.assertEqual(
+            [None, 'waiting', 'waiting', None, None],
+            [getattr(self._row(uuid), 'state', None) for uuid in uuids])
+        self.assertEqual([('end', 'rebuilt'), ('end', 'deleted'),
+                          ('end', 'deleted')], self._phases())
+
     def test_settle_expired_settles_rows_whose_lease_ran_out(self):
         uuid = self._dispatched()
         self.dispatcher.in_flight.clear()   # a new dispatcher
