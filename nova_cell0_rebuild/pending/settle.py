@@ -19,6 +19,7 @@ ran out, when the dispatcher looks where the server is (spec "The
 service", "Failure windows" S). Part of :class:`.dispatcher.Dispatcher`.
 """
 
+from oslo_log import log as logging
 from oslo_utils import timeutils
 
 from nova_cell0_rebuild.adapters import nova_servers
@@ -28,6 +29,8 @@ from nova_cell0_rebuild.objects import cell0_wait_queue as queue
 from nova_cell0_rebuild.objects import fields
 from nova_cell0_rebuild.pending import intake as intakes
 from nova_cell0_rebuild.pending import order
+
+LOG = logging.getLogger(__name__)
 
 State = fields.WaitState
 Reason = fields.WaitReason
@@ -104,8 +107,14 @@ class Settling(object):
                 self._next_attempt_at(now, wait.attempts)):
             return False
         # Recomputed after each attempt (spec "Placement pre-check"): a
-        # wrong shape that claimed to fit costs one attempt only.
-        intakes.compute_shape(context, wait, now=now)
+        # wrong shape that claimed to fit costs one attempt only. The
+        # back-off is written: a failure here (Neutron, Cyborg) leaves the
+        # old shape, which the sweep's refresh recomputes.
+        try:
+            intakes.compute_shape(context, wait, now=now)
+        except Exception:
+            LOG.exception('Could not compute the request shape of waiting '
+                          'server %s again', wait.instance_uuid)
         return True
 
     def look(self, context, instance_uuids):

@@ -286,6 +286,14 @@ class DispatcherTest(base.DBTestCase):
         intake.compute_shape.assert_called_once_with(mock.ANY, mock.ANY,
                                                      now=NOW)
 
+    def test_a_shape_that_cannot_be_computed_keeps_the_back_off(self):
+        uuid = self._dispatched()
+        intake.compute_shape.side_effect = RuntimeError('neutron is down')
+        self.assertEqual(dispatcher_mod.BURIED, self.dispatcher.settle(
+            None, uuid, dispatcher_mod.BURIED, now=NOW))
+        self.assertEqual(('waiting', 'scheduler_refused'),
+                         (self._row(uuid).state, self._row(uuid).reason_code))
+
     def test_settle_buried_after_the_deadline_ends_it(self):
         uuid = self._dispatched()
         self.dispatcher.settle(None, uuid, dispatcher_mod.BURIED,
