@@ -157,6 +157,17 @@ def validate_query(req, schema):
     return query
 
 
+def validate_body(body, schema):
+    """Validate a request body of ours as Nova's ``schema`` decorator does.
+
+    :raises: RequestRefused(400) with Nova's message.
+    """
+    try:
+        _validator(schema).validate(body)
+    except nova_exception.ValidationError as exc:
+        raise exception.RequestRefused(400, exc.format_message())
+
+
 def validate_rebuild_body(req, body, version):
     """Validate a rebuild action body with Nova's schema for *version*.
 

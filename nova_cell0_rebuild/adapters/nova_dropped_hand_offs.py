@@ -32,9 +32,9 @@ from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild import exception
 
 
-def cells_holding(context, instance_uuid):
+def cells_holding(context, instance_uuid, live_only=False):
     """The names of the real cells (not cell0) with an instance row of the
-    server, deleted or not.
+    server, deleted or not (only not, with *live_only*).
 
     The conductor creates the instance in its cell before it maps it: a
     row there means it got that far, and the server is not the plugin's
@@ -49,8 +49,11 @@ def cells_holding(context, instance_uuid):
         with nova_context.target_cell(context, cell) as cctxt:
             with main_db_api.get_context_manager(cctxt).reader.using(
                     cctxt) as session:
-                found = session.query(main_models.Instance.id).filter_by(
-                    uuid=instance_uuid).first()
+                query = session.query(main_models.Instance.id).filter_by(
+                    uuid=instance_uuid)
+                if live_only:
+                    query = query.filter_by(deleted=0)
+                found = query.first()
         if found is not None:
             holding.append(cell.name or cell.uuid)
     return holding

@@ -19,6 +19,7 @@ the verdict a rebuild from cell0 by the caller would get now, from the same
 gates, so a reaper frees room only for servers that will be accepted.
 """
 
+import datetime
 from urllib import parse
 
 from oslo_serialization import jsonutils
@@ -29,7 +30,9 @@ import webob
 from nova_cell0_rebuild._i18n import _
 from nova_cell0_rebuild.adapters import nova_api
 from nova_cell0_rebuild.adapters import nova_servers
+from nova_cell0_rebuild.api import wait_view
 from nova_cell0_rebuild import exception
+from nova_cell0_rebuild import objects
 from nova_cell0_rebuild.operations import inventory
 from nova_cell0_rebuild.policies import cell0_servers as policies
 from nova_cell0_rebuild.schemas import cell0_servers as schemas
@@ -38,11 +41,22 @@ from nova_cell0_rebuild.schemas import cell0_servers as schemas
 _FIELDS = ('name', 'project_id', 'user_id', 'rebuildable', 'refused_by',
            'reason', 'buried_at', 'rebuild_attempts', 'interrupted_move')
 _NOT_FOUND = _('No server %s is buried in cell0.')
+_ISOTIME = '%Y-%m-%dT%H:%M:%SZ'
 
 
-def _view(entry):
+def buried_at(entry):
+    """When an entry's server was buried, as naive UTC."""
+    return datetime.datetime.strptime(entry['buried_at'], _ISOTIME)
+
+
+def _view(conf, entry, wait):
+    """A server of the answer; *wait* its Cell0Wait or None."""
     server = {'id': entry['uuid']}
     server.update((key, entry[key]) for key in _FIELDS)
+    server['wait'] = wait_view.wait_view(
+        conf, entry['project_id'], wait,
+        wait_view.CreateOptIn(entry['wait_deadline'], entry['wait_refusal']),
+        buried_at(entry))
     return server
 
 
@@ -122,7 +136,12 @@ class Cell0Servers(object):
                 context, self.gates, project_id=project_id, marker=marker,
                 limit=limit, lease_seconds=self.lease_seconds,
                 judge_context=context)
-        body = {'cell0_servers': [_view(entry) for entry in entries]}
+        # One query for the waits of the page, whatever its size.
+        waits = objects.Cell0Wait.get_by_instance_uuids(
+            context.elevated(), [entry['uuid'] for entry in entries])
+        body = {'cell0_servers': [
+            _view(self.conf, entry, waits.get(entry['uuid']))
+            for entry in entries]}
         if next_marker is not None:
             body['cell0_servers_links'] = [{
                 'rel': 'next', 'href': self._next_href(req, next_marker)}]
@@ -143,6 +162,15 @@ class Cell0Servers(object):
             the same answer, so that nothing leaks).
         """
         nova_api.validate_query(req, schemas.show_query)
+        entry = self.found(context, server_id, policies.SHOW)
+        return self.answer(context, entry)
+
+    def found(self, context, server_id, rule):
+        """The entry of a buried server the caller may see, checked
+        against *rule*.
+
+        :raises: RequestRefused (403 *rule*, 404 as :meth:`show`).
+        """
         not_found = exception.RequestRefused(404, _NOT_FOUND % server_id)
         if not uuidutils.is_uuid_like(server_id):
             raise not_found
@@ -150,7 +178,7 @@ class Cell0Servers(object):
         if (mapping is None or mapping.queued_for_delete or
                 not nova_servers.visible_to(context, mapping)):
             raise not_found
-        nova_api.authorize(context, policies.SHOW,
+        nova_api.authorize(context, rule,
                            {'project_id': mapping.project_id,
                             'user_id': mapping.user_id})
         found = inventory.cell0_server(
@@ -158,4 +186,10 @@ class Cell0Servers(object):
             lease_seconds=self.lease_seconds)
         if found is None:
             raise not_found
-        return _json({'cell0_server': _view(found[0])})
+        return found[0]
+
+    def answer(self, context, entry):
+        """The 200 of one server: *entry* and its wait as they are now."""
+        wait = objects.Cell0Wait.get_by_instance_uuid(context.elevated(),
+                                                      entry['uuid'])
+        return _json({'cell0_server': _view(self.conf, entry, wait)})

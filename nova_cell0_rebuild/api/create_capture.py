@@ -21,7 +21,9 @@ request: 202 completes it, anything else deletes it.
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
 
+from nova_cell0_rebuild.adapters import nova_api
 from nova_cell0_rebuild.api import record_keeping
+from nova_cell0_rebuild.api import wait_opt_in
 from nova_cell0_rebuild import objects
 
 LOG = logging.getLogger(__name__)
@@ -48,8 +50,18 @@ def _personality_count(server):
     return len(personality) if isinstance(personality, list) else 0
 
 
-def build_record(context, request_id, microversion, server):
-    """A pending CreateRecord for a create request; nothing is written."""
+def build_record(context, request_id, microversion, server, conf=None):
+    """A pending CreateRecord for a create request; nothing is written.
+
+    :param conf: the options; with them, the create's opt-in to waiting
+        for room (metadata ``cell0_rebuild:wait``) is checked for the
+        caller, now that the filter holds their token, and kept, honoured
+        or with why not. Never refused: Nova's answer is Nova's.
+    """
+    opt_in = wait_opt_in.NONE
+    if conf is not None:
+        opt_in = wait_opt_in.at_create(context, conf, server,
+                                       nova_api.authorize)
     return objects.CreateRecord(
         context,
         request_id=request_id,
@@ -61,7 +73,9 @@ def build_record(context, request_id, microversion, server):
         requested_networks=server.get('networks'),
         requested_host=_text(server.get('host')),
         requested_hypervisor_hostname=_text(
-            server.get('hypervisor_hostname')))
+            server.get('hypervisor_hostname')),
+        wait_deadline=opt_in.raw,
+        wait_refusal=opt_in.refusal)
 
 
 def _text(value):
@@ -142,7 +156,8 @@ def _forget(record, status):
                       record.request_id, status)
 
 
-def capture(req, application, context, request_id, microversion):
+def capture(req, application, context, request_id, microversion,
+            conf=None):
     """Record a server create around Nova's handling of it.
 
     :returns: Nova's response, unchanged.
@@ -152,7 +167,8 @@ def capture(req, application, context, request_id, microversion):
         # Nova rejects what it cannot read; there is nothing to record.
         return req.get_response(application)
 
-    record = build_record(context, request_id, microversion, server)
+    record = build_record(context, request_id, microversion, server,
+                          conf=conf)
     try:
         record.create()
     except Exception as exc:

@@ -29,6 +29,7 @@ from nova_cell0_rebuild.adapters import nova_api
 from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild.api import build_request_actions
 from nova_cell0_rebuild.api import cell0_servers
+from nova_cell0_rebuild.api import cell0_waits
 from nova_cell0_rebuild.api import create_capture
 from nova_cell0_rebuild.api import microversion_hint
 from nova_cell0_rebuild.api import microversion_settings
@@ -52,6 +53,8 @@ ACTION_PATH = re.compile(r'^%s/servers/(?P<server_id>[^/]+)/action$'
 SERVER_PATH = re.compile(r'^%s/servers/(?P<server_id>[^/]+)$' % _PROJECT)
 CELL0_SERVERS_PATH = re.compile(
     r'^%s/os-cell0-rebuild/servers(?:/(?P<server_id>[^/]+))?/?$' % _PROJECT)
+CELL0_WAIT_PATH = re.compile(
+    r'^%s/os-cell0-rebuild/servers/(?P<server_id>[^/]+)/wait/?$' % _PROJECT)
 ACTIONS_PATH = re.compile(
     r'^%s/servers/(?P<server_id>[^/]+)/os-instance-actions(?:/[^/]+)?$'
     % _PROJECT)
@@ -68,6 +71,7 @@ class Cell0RebuildFilter(object):
         self.conf = conf
         self.rebuild = rebuild
         self.cell0_servers = cell0_servers.Cell0Servers(conf, rebuild.gates)
+        self.cell0_waits = cell0_waits.Cell0Waits(conf, self.cell0_servers)
         self.hint = microversion_hint.MicroversionHint(
             conf, rebuild.gates, rebuild.min_version)
 
@@ -95,7 +99,8 @@ class Cell0RebuildFilter(object):
             return req.get_response(self.application)
         try:
             return create_capture.capture(
-                req, self.application, context, request_id, version)
+                req, self.application, context, request_id, version,
+                conf=self.conf)
         except create_capture.RecordNotWritten:
             LOG.exception('Refusing server create %s: its create record '
                           'could not be written', request_id)
@@ -178,6 +183,32 @@ class Cell0RebuildFilter(object):
 
     def _cell0_servers(self, req, server_id, project_id):
         """The rebuildability API: unversioned, answered here entirely."""
+        if server_id is None:
+            return self._ours(req, project_id, self.cell0_servers.index)
+        return self._ours(req, project_id, self.cell0_servers.show,
+                          server_id)
+
+    def _cell0_wait(self, req, server_id, project_id):
+        """``.../servers/{server_id}/wait``: PUT and DELETE; 405 else."""
+        handler = {'PUT': self.cell0_waits.put,
+                   'DELETE': self.cell0_waits.delete}.get(req.method)
+        if handler is not None:
+            try:
+                return self._ours(req, project_id, handler, server_id)
+            except (db_exc.DBConnectionError, db_exc.DBDeadlock) as error:
+                refusal = cell0_waits.database_refusal(server_id, error)
+                return nova_api.fault(req, webob.exc.status_map[
+                    refusal.status](explanation=str(refusal)))
+        error = webob.exc.HTTPMethodNotAllowed(
+            explanation=_('The method %s is not allowed here: PUT starts '
+                          'a wait, DELETE ends it.') % req.method,
+            headers=[('Allow', 'PUT, DELETE')])
+        return nova_api.fault(req, error)
+
+    def _ours(self, req, project_id, handler, *args):
+        """Answer a request of our resource with *handler*, its refusals
+        as Nova-style faults.
+        """
         context = req.environ.get('nova.context')
         if context is None:
             return req.get_response(self.application)  # Nova's 401/404
@@ -187,9 +218,7 @@ class Cell0RebuildFilter(object):
                     "Malformed request URL: URL's project_id '%(url)s' "
                     "doesn't match Context's project_id '%(context)s'") % {
                         'url': project_id, 'context': context.project_id})
-            if server_id is None:
-                return self.cell0_servers.index(req, context)
-            return self.cell0_servers.show(req, context, server_id)
+            return handler(req, context, *args)
         except exception.RequestRefused as refusal:
             error = webob.exc.status_map[refusal.status](
                 explanation=str(refusal))
@@ -239,6 +268,10 @@ class Cell0RebuildFilter(object):
             actions = ACTIONS_PATH.match(path)
             if actions:
                 self._history(req, actions.group('server_id'))
+        wait = CELL0_WAIT_PATH.match(path)
+        if wait:
+            return self._cell0_wait(req, wait.group('server_id'),
+                                    wait.group('project_id'))
         if req.method == 'DELETE':
             server = SERVER_PATH.match(path)
             if server:

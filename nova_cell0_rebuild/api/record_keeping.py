@@ -27,12 +27,10 @@ from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild import objects
 from nova_cell0_rebuild.objects import fields
+from nova_cell0_rebuild.objects import move_journal
 from nova_cell0_rebuild.tasks import server_history
 
 LOG = logging.getLogger(__name__)
-
-#: The journal steps from which a move may have sent its cast.
-_MAY_BE_CAST = (fields.MoveStep.CASTING, fields.MoveStep.CAST_SENT)
 
 
 def waiting_servers(context, record, reservation_id=None, first_uuid=None):
@@ -101,8 +99,11 @@ def record_of_server(context, instance_uuid):
 def forget_deleted(context, instance_uuid, record):
     """Forget what the plugin kept of a server Nova deleted.
 
-    Its move journal goes, and its create record once no other server of
-    the same create still waits in cell0 or in a BuildRequest.
+    Its move journal goes (kept, marked, when the server was deleted
+    during its hand-off to the conductor: see
+    ``MoveJournal.keep_after_delete``), and its create record once no
+    other server of the same create still waits in cell0 or in a
+    BuildRequest.
 
     :returns: whether Nova's conductor may have been asked to build the
         server: False only for a move stopped (or stopping) before its
@@ -116,13 +117,16 @@ def forget_deleted(context, instance_uuid, record):
         if journal is None:
             break
         try:
-            journal.destroy_if_unchanged()
+            if journal.may_be_cast():
+                journal.keep_after_delete()
+            else:
+                journal.destroy_if_unchanged()
         except exception.JournalConflict:
             journal = objects.MoveJournal.get_by_instance_uuid(
                 context, instance_uuid)
             continue
         may_be_cast = (journal.status != fields.MoveStatus.IN_PROGRESS or
-                       journal.step in _MAY_BE_CAST)
+                       journal.step in move_journal.MAY_BE_CAST)
         break
     else:
         if journal is not None:

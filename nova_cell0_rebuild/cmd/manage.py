@@ -220,7 +220,8 @@ class Cell0Commands(object):
         """Finish or roll back moves out of cell0 that were interrupted.
 
         Also buries in cell0 again the servers whose hand-off the
-        conductor dropped ([cell0_rebuild] hand_off_timeout).
+        conductor dropped ([cell0_rebuild] hand_off_timeout), and releases
+        what placement holds for servers deleted during their hand-off.
         """
         lease_seconds = max(CONF.cell0_rebuild.move_lease_seconds,
                             older_than or 0)
@@ -229,7 +230,8 @@ class Cell0Commands(object):
             hand_off_timeout=CONF.cell0_rebuild.hand_off_timeout)
         self._print(_table(['UUID', 'Interrupted at', 'Outcome'], results))
         if any(outcome not in (heal_task.DELETED, heal_task.DONE,
-                               heal_task.ROLLED_BACK, heal_task.REBURIED)
+                               heal_task.ROLLED_BACK, heal_task.REBURIED,
+                               heal_task.CLAIM_RELEASED)
                for _, _, outcome in results):
             return ATTENTION
         return SUCCESS

@@ -215,6 +215,39 @@ class Cell0Wait(base.Cell0RebuildObject):
                 return wait
         raise exception.WaitContended(uuid=instance_uuid)
 
+    @classmethod
+    def cancel(cls, context, instance_uuid, project_id, user_id, queued_at,
+               last_reason, now=None):
+        """End a server's wait, or keep it from starting one.
+
+        A server opted in at create has no row until the pending service
+        takes it in: an ended row (``cancelled``) is then written, and the
+        intake finds it (the row is the truth once it exists). An ended
+        wait is left as it is. Concurrent writers converge as for
+        :meth:`open`.
+
+        :returns: the Cell0Wait, ended.
+        :raises: WaitContended, as :meth:`open`.
+        """
+        cancelled = {'reason_code': fields.WaitReason.CANCELLED,
+                     'last_reason': last_reason}
+        for _round in range(OPEN_ROUNDS):
+            wait = cls.get_by_instance_uuid(context, instance_uuid)
+            if wait is None:
+                ended_at = _now(now)
+                row = cls._insert(context, dict(
+                    cancelled, instance_uuid=instance_uuid,
+                    project_id=project_id, user_id=user_id,
+                    source=fields.WaitSource.API,
+                    queued_at=_naive(queued_at), deadline=ended_at,
+                    state=State.ENDED, ended_at=ended_at))
+                if row is not None:
+                    return cls._from_db_object(context, cls(), row)
+            elif wait.state == State.ENDED or wait.end(
+                    fields.WaitReason.CANCELLED, last_reason, now=now):
+                return wait
+        raise exception.WaitContended(uuid=instance_uuid)
+
     @staticmethod
     def _insert(context, values):
         """The row of a new wait, or None if another writer's is there."""
@@ -230,9 +263,9 @@ class Cell0Wait(base.Cell0RebuildObject):
     def _insert_in_db(context, values):
         now = _now()
         with db_api.writer(context) as session:
-            row = models.Cell0Wait(state=State.WAITING, attempts=0,
-                                   lease_token=0, created_at=now,
-                                   updated_at=now, **values)
+            row = models.Cell0Wait(**dict(
+                {'state': State.WAITING, 'attempts': 0, 'lease_token': 0,
+                 'created_at': now, 'updated_at': now}, **values))
             session.add(row)
             session.flush()
         return row

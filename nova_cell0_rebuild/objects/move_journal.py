@@ -41,6 +41,19 @@ Step = fields.MoveStep
 #: Default of ``MoveJournal.start(current=...)``: the journal is read there.
 UNREAD = object()
 
+#: The steps from which a move may have sent its cast.
+MAY_BE_CAST = (Step.CASTING, Step.CAST_SENT)
+
+#: How ``last_error`` of a hand-off whose server was deleted starts
+#: (:meth:`MoveJournal.keep_after_delete`). Kept as it is across releases:
+#: heal finds such journals by it.
+DELETED_MARK = 'deleted after its hand-off:'
+DELETED_AFTER_HAND_OFF = (
+    '%s the server was deleted while Nova\'s conductor had its hand-off; '
+    'kept until [cell0_rebuild] hand_off_timeout after the cast, when heal '
+    'removes what a conductor that dropped the hand-off left in placement'
+    % DELETED_MARK)
+
 
 def _lease(now, lease_seconds):
     """The columns a write renewing a lease at *now* sets."""
@@ -301,6 +314,65 @@ class MoveJournal(base.Cell0RebuildObject):
         row = models.MoveJournal
         return [row.status == Status.DONE, row.step == Step.CAST_SENT,
                 row.finished_at <= cutoff]
+
+    @classmethod
+    def list_deleted_after_hand_off_before(cls, context, cutoff):
+        """The hand-offs before *cutoff* whose server was deleted during
+        them (:meth:`keep_after_delete`), oldest first.
+
+        One statement; journals of servers deleted this way are few, and
+        each is removed by the heal that finds it.
+        """
+        row = models.MoveJournal
+        with db_api.reader(context) as session:
+            query = session.query(row).filter(
+                row.last_error.like(DELETED_MARK + '%'),
+                row.status == Status.DONE,
+                row.step.in_(MAY_BE_CAST),
+                row.finished_at <= cutoff)
+            return [cls._from_db_object(context, cls(), found)
+                    for found in query.order_by(row.id)]
+
+    def deleted_after_hand_off(self):
+        """Whether the server was deleted during this hand-off."""
+        return (self.last_error or '').startswith(DELETED_MARK)
+
+    def may_be_cast(self):
+        """Whether the conductor may have been sent the server: a move at
+        ``casting`` (its holder inside the cast, or stopped there) or
+        past it, and nothing moved the server since.
+        """
+        return self.step in MAY_BE_CAST and self.status in (
+            Status.IN_PROGRESS, Status.DONE)
+
+    def keep_after_delete(self):
+        """Keep the hand-off of a server Nova deleted, marked, as done.
+
+        Once the cast may be sent, what the conductor's scheduler claims in
+        placement is the conductor's to release when it finds the
+        BuildRequest gone; a conductor that drops the hand-off first
+        (its database failing over) never does, and the server, deleted,
+        has no BuildRequest left for heal's dropped hand-offs to find. So
+        the journal stays, ``done`` with :data:`DELETED_MARK`, for heal to
+        release the claim once ``hand_off_timeout`` passed after the cast
+        (or after now, for a move still inside it). A compare-and-swap
+        with the move's step and a new fencing token, as
+        :meth:`destroy_if_unchanged`: the holder's next write fails.
+
+        :raises: JournalConflict when the move moved on since it was read.
+        """
+        now = timeutils.utcnow()
+        values = {'status': Status.DONE, 'last_error': DELETED_AFTER_HAND_OFF,
+                  'lease_token': self.lease_token + 1, 'updated_at': now,
+                  'finished_at': self.finished_at or now}
+        with db_api.writer(self._context) as session:
+            updated = session.query(models.MoveJournal).filter_by(
+                id=self.id, status=self.status, step=self.step,
+                lease_token=self.lease_token).update(
+                    values, synchronize_session=False)
+        if updated != 1:
+            raise exception.JournalConflict(uuid=self.instance_uuid)
+        self._set(self._context, values)
 
     @classmethod
     def list_handed_off_before(cls, context, cutoff, instance_uuids):

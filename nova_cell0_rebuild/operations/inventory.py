@@ -62,29 +62,33 @@ def _isotime(when):
     return when.replace(tzinfo=None).strftime('%Y-%m-%dT%H:%M:%SZ')
 
 
-def _buried_at(server):
-    """When the server was last buried: its latest fault (the conductor
-    writes it as it buries), else its last update.
+def _buried(server):
+    """When the server was last buried (naive UTC): its latest fault (the
+    conductor writes it as it buries), else its last update.
     """
     if server.fault is not None and server.fault.created_at:
-        return _isotime(server.fault.created_at)
+        return server.fault.created_at.replace(tzinfo=None)
     instance = server.instance
-    return _isotime(instance.updated_at or instance.created_at)
+    return (instance.updated_at or instance.created_at).replace(tzinfo=None)
 
 
 def _entry(server, verdicts, now, interrupted_move=False, journal=None):
     refusals = [(gate, refusal) for gate, refusal in verdicts if refusal]
     instance = server.instance
+    record = server.record
     return {
         'uuid': instance.uuid,
         'project_id': instance.project_id,
         'user_id': instance.user_id,
         'name': instance.display_name,
         'age_seconds': _age(instance, now),
-        'buried_at': _buried_at(server),
+        'buried_at': _isotime(_buried(server)),
         'rebuild_attempts': journal.attempts if journal else 0,
         'fault': server.fault.message if server.fault else None,
         'recorded': server.record is not None,
+        # What its create asked of a wait for room (pending/), if recorded.
+        'wait_deadline': record.wait_deadline if record else None,
+        'wait_refusal': record.wait_refusal if record else None,
         'rebuildable': not refusals,
         'interrupted_move': interrupted_move,
         'refused_by': refusals[0][0] if refusals else None,

@@ -16,7 +16,9 @@ A create record is needed while a server of its create could still be
 rebuilt from cell0: while it waits in cell0 or in a BuildRequest. Nothing
 deletes a record when its server lands in a real cell (no request waits for
 that), so purge does, run periodically (a daily cron is enough). A move
-journal is needed while its server exists and the move is in progress.
+journal is needed while its server exists and the move is in progress,
+and, marked, when its server was deleted during its hand-off, until heal
+released what the conductor may hold for it (``tasks/heal.py``).
 A relay announcement is needed while Nova's notification of the burial
 may still be delivered again (seconds to minutes): one announced, or
 whose relay's lease ran out, goes once it is an hour old.
@@ -171,8 +173,11 @@ def purge_journals(context, before, dry_run=False):
             journal = objects.MoveJournal._from_db_object(
                 context, objects.MoveJournal(), row)
             if not _older(journal, before) or (
+                    journal.deleted_after_hand_off()) or (
                     nova_servers.still_in_cell0_or_building(
                         context, [journal.instance_uuid])):
+                # A hand-off whose server was deleted is heal's to remove
+                # once it released what the conductor may have claimed.
                 continue
             # A move started again meanwhile changes status and attempts.
             if dry_run or _delete_unchanged(

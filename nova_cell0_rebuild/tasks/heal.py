@@ -47,6 +47,11 @@ BuildRequest, no instance row in any cell   the conductor dropped it
 (the conductor's cast failed midway)        (:func:`heal_dropped_hand_off`)
 the same, but a cell has an instance row    left alone and reported: the
                                             conductor got that far
+deleted during its hand-off, more than      what placement holds for it
+``hand_off_timeout`` after the cast, no     released, its mapping and
+live instance row in any cell               RequestSpec removed, journal
+                                            gone
+                                            (:func:`heal_deleted_hand_off`)
 ==========================================  ================================
 
 Heal reports what its undo really did (tasks/undo.py returns it), never
@@ -91,6 +96,8 @@ TAKEN_OVER = 'left alone: another heal took the move over'
 CHANGED = 'left alone: the server moved on meanwhile'
 FAILED = 'failed, retried by the next heal: %s'
 REBURIED = 'buried in cell0 again: the conductor dropped the hand-off'
+CLAIM_RELEASED = ('released what placement held for it: the server was '
+                  'deleted during its hand-off')
 IN_A_CELL = ('left alone: the conductor dropped the hand-off after it wrote '
              'the instance in cell %s')
 
@@ -190,8 +197,11 @@ def _forget_deleted(admin, journal):
         return UNDONE[proved]
     uuid = journal.instance_uuid
     build_requests.drop_build_request(admin, uuid)
-    may_be_cast = journal.step in (Step.CASTING, Step.CAST_SENT)
-    forgotten = move_states.fenced(journal, journal.destroy_if_unchanged)
+    may_be_cast = journal.may_be_cast()
+    # After the cast, kept for heal_deleted_hand_off, as a DELETE does.
+    forgotten = move_states.fenced(
+        journal, journal.keep_after_delete if may_be_cast
+        else journal.destroy_if_unchanged)
     if forgotten in _NOT_OURS:
         return UNDONE[forgotten]
     if deleted_servers.forget_deleted_server(admin, uuid, may_be_cast):
@@ -245,6 +255,43 @@ def heal_dropped_hand_off(context, journal, lease_seconds, cutoff):
     return REBURIED if outcome == ROLLED_BACK else outcome
 
 
+def heal_deleted_hand_off(context, journal, lease_seconds, cutoff):
+    """Release what a conductor may hold in placement for a server deleted
+    during its hand-off.
+
+    The DELETE left the claim to the conductor, which releases it when it
+    finds the BuildRequest gone; one that dropped the hand-off first
+    never does, and nothing of the server is left for
+    :func:`heal_dropped_hand_off` to find: its DELETE kept the journal
+    for this (``MoveJournal.keep_after_delete``). ``hand_off_timeout``
+    after the cast the conductor is done with it either way, and a
+    deleted server holds nothing: its allocation is released, then its
+    mapping and RequestSpec go if no cell has its instance row, and the
+    journal last (fenced), so that a heal that stops midway is finished
+    by the next one.
+
+    :param journal: the marked hand-off as read, cast before *cutoff*.
+    :returns: one of the outcome phrases of this module.
+    """
+    admin = context.elevated()
+    uuid = journal.instance_uuid
+    cells = dropped.cells_holding(admin, uuid, live_only=True)
+    if cells:
+        LOG.warning('Server %s was deleted during its hand-off, but cell %s '
+                    'holds a live instance row of it: heal leaves it alone',
+                    uuid, ', '.join(cells))
+        return IN_A_CELL % ', '.join(cells)
+    dropped.release_allocation(admin, uuid)
+    deleted_servers.forget_deleted_server(admin, uuid, may_be_cast=False)
+    try:
+        journal.destroy_if_unchanged()
+    except exception.JournalConflict:
+        return CONTENDED
+    LOG.info('Server %s was deleted during its hand-off: heal released what '
+             'placement held for it', uuid)
+    return CLAIM_RELEASED
+
+
 def heal(context, lease_seconds, instance_uuid=None, hand_off_timeout=None):
     """Heal every move in progress whose lease expired, and every hand-off
     the conductor dropped.
@@ -258,17 +305,16 @@ def heal(context, lease_seconds, instance_uuid=None, hand_off_timeout=None):
              for journal in objects.MoveJournal.list_expired(
                  context, lease_seconds, instance_uuid=instance_uuid)]
     if hand_off_timeout is not None:
-        try:
-            moves += [
-                (journal, heal_dropped_hand_off, (lease_seconds, cutoff))
-                for journal, cutoff in _dropped_hand_offs(
-                    context, hand_off_timeout, instance_uuid)]
-        except Exception as exc:
-            # The interrupted moves are healed all the same.
-            LOG.exception('Could not look for hand-offs the conductor '
-                          'dropped')
-            results.append((instance_uuid, None,
-                            FAILED % (str(exc) or type(exc).__name__)))
+        for find in (_dropped_hand_offs, _deleted_hand_offs):
+            try:
+                moves += find(context, lease_seconds, hand_off_timeout,
+                              instance_uuid)
+            except Exception as exc:
+                # The interrupted moves are healed all the same.
+                LOG.exception('Could not look for hand-offs the conductor '
+                              'dropped')
+                results.append((instance_uuid, None,
+                                FAILED % (str(exc) or type(exc).__name__)))
     for journal, heal_one, args in moves:
         step = journal.step
         try:
@@ -284,18 +330,36 @@ def heal(context, lease_seconds, instance_uuid=None, hand_off_timeout=None):
     return results
 
 
-def _dropped_hand_offs(context, hand_off_timeout, instance_uuid):
-    """(journal, cutoff) of the moves whose cast was sent before now minus
-    *hand_off_timeout* whose server is still an unmapped BuildRequest.
+def _cutoff(hand_off_timeout):
+    return timeutils.utcnow() - datetime.timedelta(seconds=hand_off_timeout)
+
+
+def _dropped_hand_offs(context, lease_seconds, hand_off_timeout,
+                       instance_uuid):
+    """The moves whose cast was sent before now minus *hand_off_timeout*
+    whose server is still an unmapped BuildRequest, to heal.
 
     Two statements, whatever the number of past moves: only the journals
     of servers still waiting as a BuildRequest are looked up.
     """
     admin = context.elevated()
-    cutoff = timeutils.utcnow() - datetime.timedelta(
-        seconds=hand_off_timeout)
+    cutoff = _cutoff(hand_off_timeout)
     uuids = build_requests.unmapped_before(admin, cutoff)
     if instance_uuid is not None:
         uuids = [uuid for uuid in uuids if uuid == instance_uuid]
-    return [(journal, cutoff) for journal in
-            objects.MoveJournal.list_handed_off_before(admin, cutoff, uuids)]
+    return [(journal, heal_dropped_hand_off, (lease_seconds, cutoff))
+            for journal in objects.MoveJournal.list_handed_off_before(
+                admin, cutoff, uuids)]
+
+
+def _deleted_hand_offs(context, lease_seconds, hand_off_timeout,
+                       instance_uuid):
+    """The hand-offs older than *hand_off_timeout* whose server was
+    deleted during them, to heal; one statement.
+    """
+    cutoff = _cutoff(hand_off_timeout)
+    journals = objects.MoveJournal.list_deleted_after_hand_off_before(
+        context.elevated(), cutoff)
+    return [(journal, heal_deleted_hand_off, (lease_seconds, cutoff))
+            for journal in journals
+            if instance_uuid in (None, journal.instance_uuid)]

@@ -78,13 +78,14 @@ def fenced(journal, write, *args, **kwargs):
 def why_refused(admin, journal):
     """Why a fenced write or a compare-and-swap on Nova's rows was refused.
 
-    Read afresh: a journal that is gone or whose server's mapping is gone
-    (or queued for delete) means the server was deleted; a new fencing
+    Read afresh: a journal that is gone (or kept by the DELETE of a
+    server during its hand-off) or whose server's mapping is gone (or
+    queued for delete) means the server was deleted; a new fencing
     token means the lease was taken over; otherwise the rows changed.
     """
     uuid = journal.instance_uuid
     current = objects.MoveJournal.get_by_instance_uuid(admin, uuid)
-    if current is None:
+    if current is None or current.deleted_after_hand_off():
         return Outcome.SERVER_GONE
     if current.lease_token != journal.lease_token:
         return Outcome.LEASE_LOST

@@ -303,14 +303,16 @@ class RebuildFromCell0Task(base.TaskBase):
         return True
 
     def _deleted_after_cast(self):
-        """Whether a DELETE took the journal once the cast was sent.
+        """Whether a DELETE took the journal (or kept it, marked) once the
+        cast was sent.
 
         Then what the conductor never removes goes (the RequestSpec and
         the group membership); the mapping and allocation are its own.
         """
         try:
-            if objects.MoveJournal.get_by_instance_uuid(
-                    self.admin, self.instance.uuid) is not None:
+            journal = objects.MoveJournal.get_by_instance_uuid(
+                self.admin, self.instance.uuid)
+            if journal is not None and not journal.deleted_after_hand_off():
                 return False
             LOG.info('Server %s was deleted once handed to the conductor',
                      self.instance.uuid)

@@ -38,7 +38,7 @@ _UUID = re.compile(r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-'
                    r'[0-9a-f]{12}')
 _FIELDS = {'id', 'name', 'project_id', 'user_id', 'rebuildable',
            'refused_by', 'reason', 'buried_at', 'rebuild_attempts',
-           'interrupted_move'}
+           'interrupted_move', 'wait'}
 _WRITES = ('INSERT', 'UPDATE', 'DELETE', 'REPLACE')
 
 
@@ -319,8 +319,8 @@ class Cell0ServersListScalesTest(_ApiTestCase):
                                                         len(large))))
         self.assertEqual(len(small), len(large))
         # Fixed reads (cell0, instances, their system_metadata, faults,
-        # mappings, create records, journals) and the quota gate's reads
-        # for each server of the page: none for the cell0 around it.
+        # mappings, create records, journals, waits) and the quota gate's
+        # reads for each server of the page: none for the cell0 around it.
         quota = [s for s in large if 'quota' in s.split('FROM')[1][:40]]
-        self.assertEqual(7, len(large) - len(quota), large)
+        self.assertEqual(8, len(large) - len(quota), large)
         self.assertEqual([], self.get_writes)

@@ -22,8 +22,10 @@ explicit signals, as Nova's own regression tests hold it, to land the
 DELETE at each point).
 """
 
+import datetime
 import io
 import threading
+import types
 
 import fixtures
 from nova.cmd import manage
@@ -32,6 +34,7 @@ from nova.db.api import api as api_db_api
 from nova.db.main import api as main_db_api
 from oslo_serialization import jsonutils
 from oslo_utils import importutils
+from oslo_utils import timeutils
 import sqlalchemy as sa
 from testtools import content
 
@@ -155,8 +158,48 @@ class Hold(fixtures.Fixture):
         test.assertTrue(self.done.wait(SIGNAL_TIMEOUT), self.target)
 
 
+#: [cell0_rebuild] hand_off_timeout of these tests (the default).
+HAND_OFF_TIMEOUT = 3600
+
+
+def heal_later(context, lease_seconds, later=0):
+    """Heal, with hand-offs, as if it ran *later* seconds from now.
+
+    Only heal's own clock (which dates its cutoff) moves: Nova's services
+    keep reporting on the real one (a heartbeat dated an hour ahead would
+    make the compute look down once the clock is back).
+    """
+    clock = types.SimpleNamespace(
+        utcnow=lambda: timeutils.utcnow() + datetime.timedelta(
+            seconds=later))
+    with fixtures.MonkeyPatch('nova_cell0_rebuild.tasks.heal.timeutils',
+                              clock):
+        return heal.heal(context, lease_seconds,
+                         hand_off_timeout=HAND_OFF_TIMEOUT)
+
+
 class DeleteRacesTestBase(base.Cell0RebuildTestCase):
     """What a server deleted mid-flight leaves, after Nova's archive."""
+
+    def _assert_nothing_left_once_heal_ran(self, servers):
+        """After the heal past the hand-off timeout and archive, nothing of
+        any of *servers* {boundary: id}, deleted once their cast may have
+        been sent.
+
+        Their DELETE keeps the hand-off's journal, marked, and that heal
+        releases what the conductor may hold in placement (it releases a
+        claim on finding the BuildRequest gone, unless it drops the
+        hand-off first), then removes it.
+        """
+        for server_id in servers.values():
+            self.assertEqual(['journal row'], self._ours(server_id))
+        results = heal_later(self.admin_context, self.lease_seconds,
+                             later=HAND_OFF_TIMEOUT + 1)
+        self.assertEqual(
+            sorted((server_id, heal.CLAIM_RELEASED)
+                   for server_id in servers.values()),
+            sorted((uuid, outcome) for uuid, _step, outcome in results))
+        self._assert_nothing_left(servers)
 
     def _grouped_server_body(self, **server):
         """A create body in a server group of its own, on port_1."""
@@ -346,7 +389,7 @@ class DeleteRacesMoveTest(DeleteRacesTestBase):
         conductor.wait_reached(self)
         conductor.release_and_wait(self)
         self.assertIn(self._answer(resp), _LOST)
-        self._assert_nothing_left({'cast sent': server['id']})
+        self._assert_nothing_left_once_heal_ran({'cast sent': server['id']})
 
     def test_delete_after_the_answer_before_the_conductor(self):
         server = self._buried_with_capacity()
@@ -356,7 +399,8 @@ class DeleteRacesMoveTest(DeleteRacesTestBase):
         conductor.wait_reached(self)
         self._delete(server['id'])
         conductor.release_and_wait(self)
-        self._assert_nothing_left({'cast answered': server['id']})
+        self._assert_nothing_left_once_heal_ran(
+            {'cast answered': server['id']})
 
     def test_delete_while_the_conductor_schedules(self):
         # The scheduler chose a host and claimed its allocation; the
@@ -371,7 +415,8 @@ class DeleteRacesMoveTest(DeleteRacesTestBase):
             '/allocations/%s' % server['id']).body['allocations'])
         self._delete(server['id'])
         scheduled.release_and_wait(self)
-        self._assert_nothing_left({'conductor scheduling': server['id']})
+        self._assert_nothing_left_once_heal_ran(
+            {'conductor scheduling': server['id']})
 
     def test_delete_read_in_cell0_while_the_move_lands(self):
         # Nova's API read the server in cell0 and is about to delete what

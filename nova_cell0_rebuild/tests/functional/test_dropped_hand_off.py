@@ -24,7 +24,6 @@ rebuilt, it is ACTIVE with one allocation, same UUID, nothing lost.
 
 import datetime
 import pkgutil
-import types
 
 import eventlet
 from eventlet import event
@@ -40,30 +39,38 @@ import sqlalchemy as sa
 
 from nova_cell0_rebuild import objects
 from nova_cell0_rebuild.objects import fields
+from nova_cell0_rebuild.operations import purge
 from nova_cell0_rebuild.tasks import heal
 from nova_cell0_rebuild.tests.functional import base
 from nova_cell0_rebuild.tests.functional import test_delete_races
 from nova_cell0_rebuild.tests.functional import test_move_faults
 
-HAND_OFF_TIMEOUT = 3600
+HAND_OFF_TIMEOUT = test_delete_races.HAND_OFF_TIMEOUT
 
 
 class _DroppedHandOff(test_move_faults.MoveChecks):
     """A conductor that drops the hand-off, and heal after the timeout."""
 
-    def _drop_the_hand_off(self):
+    def _drop_the_hand_off(self, hold=None):
         """The conductor loses its database once its scheduler claimed.
 
+        :param hold: an event the conductor waits for once it has the
+            hand-off, before its scheduler claims (``received`` is sent
+            then).
         :returns: an event sent when the conductor gives up on the build:
             the error propagates out of its ``schedule_and_build_instances``
             with nothing written after it.
         """
         dropped = event.Event()
+        self.received = event.Event()
         scheduled = []
         real_schedule = nova_conductor.ComputeTaskManager._schedule_instances
         real_get_by_host = nova_objects.HostMapping.get_by_host
 
         def schedule(*args, **kwargs):
+            if hold is not None and not self.received.ready():
+                self.received.send()
+                hold.wait()
             host_lists = real_schedule(*args, **kwargs)
             scheduled.append(True)
             return host_lists
@@ -87,19 +94,10 @@ class _DroppedHandOff(test_move_faults.MoveChecks):
             '/allocations/%s' % server_id).body['allocations']
 
     def _heal(self, later=0):
-        """Heal as if it ran *later* seconds from now.
-
-        Only heal's own clock (which dates its cutoff) moves: Nova's
-        services keep reporting on the real one (a heartbeat dated an hour
-        ahead would make the compute look down once the clock is back).
+        """Heal as if it ran *later* seconds from now (heal's clock only).
         """
-        clock = types.SimpleNamespace(
-            utcnow=lambda: timeutils.utcnow() + datetime.timedelta(
-                seconds=later))
-        with fixtures.MonkeyPatch('nova_cell0_rebuild.tasks.heal.timeutils',
-                                  clock):
-            return heal.heal(self.admin_context, self.lease_seconds,
-                             hand_off_timeout=HAND_OFF_TIMEOUT)
+        return test_delete_races.heal_later(self.admin_context,
+                                            self.lease_seconds, later=later)
 
     def _assert_the_next_heal_finishes_the_burial(self, server_id):
         """Once the reopened move's lease expired, heal buries the server
@@ -193,7 +191,10 @@ class DroppedHandOffTest(_DroppedHandOff, base.Cell0RebuildTestCase):
         server_id, _fields = self._dropped()
         self.api.delete_server(server_id)
         self._wait_until_deleted({'id': server_id})
-        self.assertEqual([], self._heal(later=HAND_OFF_TIMEOUT + 1))
+        # Its DELETE kept the hand-off (its conductor's claim could have
+        # been left): heal releases what placement holds and forgets it.
+        self.assertEqual([(server_id, 'cast_sent', heal.CLAIM_RELEASED)],
+                         self._heal(later=HAND_OFF_TIMEOUT + 1))
         self.assertEqual('deleted', self._where(server_id)[0])
         self.assertEqual({}, self._allocations(server_id))
 
@@ -274,6 +275,78 @@ HEAL_STEPS = [
 ]
 
 
+class DeleteDuringTheHandOffTest(_DroppedHandOff,
+                                 test_delete_races.DeleteRacesTestBase):
+    """The user deletes the server while the conductor has its hand-off;
+    then the conductor's scheduler claims, and the conductor drops the
+    build before it looks for the BuildRequest (which would have released
+    the claim). Found by the interleaving explorer (rebuild_a, drop,
+    delete).
+    """
+
+    def _deleted_during_the_hand_off(self):
+        self._set_capacity(False)
+        server = self._create_grouped_buried_server()
+        self._set_capacity(True)
+        hold = event.Event()
+        dropped = self._drop_the_hand_off(hold=hold)
+        self.assertEqual(202, self._rebuild(server['id']).status)
+        with eventlet.Timeout(60):
+            self.received.wait()
+        self._delete(server['id'])
+        self._wait_until_deleted(server)
+        hold.send()
+        with eventlet.Timeout(60):
+            dropped.wait()
+        return server['id']
+
+    def test_heal_releases_the_claim_after_the_timeout(self):
+        server_id = self._deleted_during_the_hand_off()
+        # The conductor's claim, which nothing else would release.
+        self.assertEqual(1, len(self._allocations(server_id)))
+        journal = objects.MoveJournal.get_by_instance_uuid(
+            self.admin_context, server_id)
+        self.assertTrue(journal.deleted_after_hand_off())
+        # Within the timeout the conductor may still be at it.
+        self.assertEqual([], self._heal(later=HAND_OFF_TIMEOUT - 60))
+        self.assertEqual(1, len(self._allocations(server_id)))
+        self.assertEqual(
+            [(server_id, 'cast_sent', heal.CLAIM_RELEASED)],
+            self._heal(later=HAND_OFF_TIMEOUT + 1))
+        self.assertEqual([], self._heal(later=HAND_OFF_TIMEOUT + 1))
+        self._assert_nothing_left({'deleted during the hand-off': server_id})
+
+    def test_purge_leaves_the_marked_hand_off_to_heal(self):
+        server_id = self._deleted_during_the_hand_off()
+        self._archive()
+        purged = purge.purge(self.admin_context,
+                             before=timeutils.utcnow() + datetime.timedelta(
+                                 days=1))
+        self.assertNotIn(server_id, purged['move_journal'])
+        self.assertEqual(1, len(self._allocations(server_id)))
+        self.assertEqual(
+            [(server_id, 'cast_sent', heal.CLAIM_RELEASED)],
+            self._heal(later=HAND_OFF_TIMEOUT + 1))
+        self._assert_nothing_left({'deleted during the hand-off': server_id})
+
+    def test_a_live_instance_row_is_left_alone(self):
+        # Not what Nova does (its conductor destroys the row it wrote
+        # when it finds the BuildRequest gone): heal never releases what
+        # a live server may use.
+        server_id = self._deleted_during_the_hand_off()
+        instance = nova_objects.Instance(
+            self.admin_context, uuid=server_id, project_id='p',
+            user_id='u')
+        with nova_context.target_cell(self.admin_context,
+                                      self.cell_mappings['cell1']) as cctxt:
+            instance._context = cctxt
+            instance.create()
+        self.assertEqual(
+            [(server_id, 'cast_sent', heal.IN_A_CELL % 'cell1')],
+            self._heal(later=HAND_OFF_TIMEOUT + 1))
+        self.assertEqual(1, len(self._allocations(server_id)))
+
+
 class DeleteDuringTheBurialTest(_DroppedHandOff,
                                 test_delete_races.DeleteRacesTestBase):
     """The user deletes the server at each step of the heal that buries it
@@ -295,8 +368,9 @@ class DeleteDuringTheBurialTest(_DroppedHandOff,
                     self._delete(_id)
                 return _real(*args, **kwargs)
             with fixtures.MonkeyPatch(step, delete_first):
-                outcomes[step] = [outcome for _uuid, _step, outcome in
-                                  self._heal(later=HAND_OFF_TIMEOUT + 1)]
+                outcomes[step] = [outcome for uuid, _step, outcome in
+                                  self._heal(later=HAND_OFF_TIMEOUT + 1)
+                                  if uuid == server_id]
             self.assertEqual([True], fired, step)
         # Heal says what happened: a DELETE before it took the move back
         # forgot the journal (the move was not heal's to take); after it,

@@ -114,19 +114,13 @@ class FoundTest(harness.Exploration):
                             'rebuild_a,reset_state:0,0,0,0,0,1,0,0,0,0')
 
     def test_delete_while_the_conductor_drops_the_hand_off(self):
-        # Open defect, found by the explorer (triple rebuild_a, drop,
-        # delete). The user deletes the server while the move hands it
-        # off (nova delete after "still pending"); the conductor's
-        # scheduler claims, then the conductor drops the build before it
-        # looks for the BuildRequest (which would have released the
-        # claim); the delete hook, seeing a cast that may be sent, leaves
-        # the allocation to the conductor. Deleted, archived and purged,
-        # the server still holds its allocation in placement: Nova's own
-        # create leaks the same way when its conductor fails there, and
-        # ``nova-manage placement audit --delete`` removes it. The heal
-        # of dropped hand-offs finds servers by their BuildRequest, which
-        # the DELETE removed.
-        self.expectFailure(
-            'open defect: the dropped claim of a deleted server stays',
-            self.assertNotFound, 'left behind',
+        # Found by the explorer (triple rebuild_a, drop, delete). The user
+        # deletes the server while the move hands it off (nova delete
+        # after "still pending"); the conductor's scheduler claims, then
+        # the conductor drops the build before it looks for the
+        # BuildRequest (which would have released the claim). The DELETE
+        # keeps the hand-off's journal, marked, and heal releases the
+        # claim once hand_off_timeout passed.
+        self.assertNotFound(
+            'left behind',
             'rebuild_a,drop,delete:0,0,0,1,0,2,0,0,0,2,2,0,2,0')

@@ -225,6 +225,41 @@ class _OpenTest(_Base):
         self.assertEqual(1, len(self._rows()))
 
 
+class _CancelTest(_Base):
+
+    def _cancel(self, uuid=INSTANCE):
+        return objects.Cell0Wait.cancel(
+            self.context, uuid, 'project', 'user', _at(-1), 'Cancelled.')
+
+    def test_cancel_without_a_wait_keeps_one_from_starting(self):
+        wait = self._cancel()
+        self.assertEqual((State.ENDED, 'cancelled', 'api'),
+                         (wait.state, wait.reason_code, wait.source))
+        self.assertEqual(wait.ended_at, wait.deadline)
+        # The intake of the create's opt-in reads the row first.
+        stored = self._get()
+        self.assertEqual((wait.id, State.ENDED, 'cancelled'),
+                         (stored.id, stored.state, stored.reason_code))
+
+    def test_cancel_ends_a_wait_and_leaves_an_ended_one(self):
+        self._open().dispatch('dispatcher-1', 60)
+        wait = self._cancel()
+        self.assertEqual((State.ENDED, 'cancelled', 1),
+                         (wait.state, wait.reason_code, wait.attempts))
+        ended_at = wait.ended_at
+        self.assertEqual(ended_at, self._cancel().ended_at)
+        # A PUT after it starts a new wait.
+        self.assertEqual(State.WAITING, self._open().state)
+
+    def test_cancels_and_opens_race_to_one_row(self):
+        def cancel_or_open(i):
+            return (self._cancel() if i % 2 else self._open()).state
+        outcomes = self._race(cancel_or_open)
+        self.assertEqual(
+            {State.ENDED, State.WAITING}, set(outcomes), outcomes)
+        self.assertEqual(1, len(self._rows()))
+
+
 class _DispatchTest(_Base):
 
     def test_one_of_many_dispatchers_wins(self):
@@ -453,6 +488,7 @@ class _EpochTest(_Base):
 
 
 globals().update(base.backends(_OpenTest))
+globals().update(base.backends(_CancelTest))
 globals().update(base.backends(_DispatchTest))
 globals().update(base.backends(_ShapeTest))
 globals().update(base.backends(_EpochTest))

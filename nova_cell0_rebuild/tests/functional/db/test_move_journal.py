@@ -332,6 +332,74 @@ class _JournalTest(object):
         self.assertEqual(('api-2', fields.MoveStep.CLAIMED),
                          (stored.owner, stored.step))
 
+    def _deleted_after_hand_off_before(self, cutoff):
+        return [journal.instance_uuid for journal in
+                objects.MoveJournal.list_deleted_after_hand_off_before(
+                    self.context, cutoff)]
+
+    def test_a_delete_during_the_cast_fences_its_holder_off(self):
+        # The DELETE of a server whose holder is inside the cast keeps
+        # the journal, done and marked; the holder's next write fails.
+        holder = start(self.context, owner='api-1')
+        holder.advance(fields.MoveStep.CASTING)
+        read = objects.MoveJournal.get_by_instance_uuid(self.context,
+                                                        INSTANCE)
+        self.assertTrue(read.may_be_cast())
+        read.keep_after_delete()
+        self.assertRaises(exception.JournalConflict, holder.finish,
+                          fields.MoveStatus.DONE,
+                          step=fields.MoveStep.CAST_SENT)
+        stored = objects.MoveJournal.get_by_instance_uuid(self.context,
+                                                          INSTANCE)
+        self.assertEqual(
+            (fields.MoveStatus.DONE, fields.MoveStep.CASTING, True,
+             holder.lease_token + 1),
+            (stored.status, stored.step, stored.deleted_after_hand_off(),
+             stored.lease_token))
+        self.assertIsNotNone(stored.finished_at)
+        # Listed once the timeout counted from then passed.
+        self.assertEqual([], self._deleted_after_hand_off_before(
+            stored.finished_at - datetime.timedelta(seconds=1)))
+        self.assertEqual([INSTANCE], self._deleted_after_hand_off_before(
+            stored.finished_at))
+
+    def test_one_of_a_delete_and_a_step_wins_after_the_cast(self):
+        start(self.context, owner='api-1').advance(fields.MoveStep.CASTING)
+        copies = [objects.MoveJournal.get_by_instance_uuid(self.context,
+                                                           INSTANCE)
+                  for _ in range(WORKERS)]
+
+        def keep_or_finish(i):
+            if i % 2:
+                copies[i].keep_after_delete()
+            else:
+                copies[i].finish(fields.MoveStatus.DONE,
+                                 step=fields.MoveStep.CAST_SENT)
+        outcomes = self._race(keep_or_finish)
+        self.assertEqual(1, outcomes.count('won'), outcomes)
+        stored = objects.MoveJournal.get_by_instance_uuid(self.context,
+                                                          INSTANCE)
+        self.assertEqual(fields.MoveStatus.DONE, stored.status)
+        if stored.deleted_after_hand_off():
+            self.assertEqual(fields.MoveStep.CASTING, stored.step)
+        else:
+            # The DELETE then reads the hand-off and keeps it, its time
+            # that of the cast.
+            cast_at = stored.finished_at
+            stored.keep_after_delete()
+            self.assertEqual(cast_at, objects.MoveJournal.
+                             get_by_instance_uuid(self.context, INSTANCE).
+                             finished_at)
+
+    def test_hand_offs_of_live_servers_are_not_listed_as_deleted(self):
+        cutoff = self._handed_off(seconds_ago=61)
+        self.assertEqual([], self._deleted_after_hand_off_before(cutoff))
+        self._handed_off_before(cutoff)[0].keep_after_delete()
+        self.assertEqual([INSTANCE],
+                         self._deleted_after_hand_off_before(cutoff))
+        # Nor is a move that never cast, whatever its last error says.
+        self.assertFalse(start(self.context).may_be_cast())
+
     def test_one_record_per_request(self):
         def create(i):
             objects.CreateRecord(

@@ -228,6 +228,23 @@ class RoundRobinTest(testtools.TestCase):
         self.assertEqual(['a0', 'b0', 'c0', 'a1', 'b1', 'a2', 'b2', 'a3'],
                          sequence)
 
+    def test_the_cloud_jobs_expectation(self):
+        # The spec's cloud scenario: A1, A2, A3 of A and B1, B2 of B
+        # buried in that order, three fillers deleted one at a time, a
+        # pass each: A1, B1, A2 are rebuilt, although B's are younger.
+        waits = {w.uuid: w for w in [
+            wait('A1', 'A', 1), wait('A2', 'A', 2), wait('A3', 'A', 3),
+            wait('B1', 'B', 4), wait('B2', 'B', 5)]}
+        served, sequence = {}, []
+        for now in range(10, 13):
+            got = run(list(waits.values()), room(small=1), now=now,
+                      last_served=served)
+            served = got.last_served
+            sequence.extend(got.dispatch)
+            for uuid in got.dispatch:
+                del waits[uuid]
+        self.assertEqual(['A1', 'B1', 'A2'], sequence)
+
     def test_a_uuid_given_twice_counts_once(self):
         waits = [wait('a', 'p'), wait('a', 'p'), wait('b', 'p', queued=1)]
         self.assertEqual(('a', 'b'), run(waits, room(small=5)).dispatch)
