@@ -27,8 +27,7 @@ from nova.scheduler.client import report
 from oslo_config import cfg
 from oslo_utils import timeutils
 
-from nova_cell0_rebuild.db import api as db_api
-from nova_cell0_rebuild.db import models
+from nova_cell0_rebuild.api import wait_opt_in
 from nova_cell0_rebuild.notifications import sender
 from nova_cell0_rebuild import objects
 from nova_cell0_rebuild.pending import dispatcher as dispatcher_mod
@@ -69,18 +68,17 @@ class _PendingTestBase(base.Cell0RebuildTestCase):
 
     # Helpers.
 
-    def _opt_in(self, server_id, raw='1h'):
-        """What the create capture records for ``cell0_rebuild:wait``."""
-        record = objects.CreateRecord.get_for_instance(self.admin_context,
-                                                       server_id)
-        with db_api.writer(self.admin_context) as session:
-            session.query(models.CreateRecord).filter_by(
-                id=record.id).update({'wait_deadline': raw})
-
     def _bury(self, api, opt_in='1h', **server):
-        buried = self._create_buried_server(api=api, **server)
+        """A server buried at its create; opted in with the metadata key
+        (the create capture records it) unless *opt_in* is None.
+        """
         if opt_in:
-            self._opt_in(buried['id'], opt_in)
+            server['metadata'] = {wait_opt_in.METADATA_KEY: opt_in}
+        buried = self._create_buried_server(api=api, **server)
+        record = objects.CreateRecord.get_for_instance(self.admin_context,
+                                                       buried['id'])
+        self.assertEqual((opt_in, None),
+                         (record.wait_deadline, record.wait_refusal))
         return buried
 
     def _wait(self, server_id):
@@ -239,10 +237,10 @@ class PendingDispatcherTest(_PendingTestBase):
                                       'os:scheduler_hints': hints})
         self._wait_for_state_change(first, 'ACTIVE')
         body = self._build_server(networks='none')
+        body['metadata'] = {wait_opt_in.METADATA_KEY: '1h'}
         created = self.api.post_server({'server': body,
                                         'os:scheduler_hints': hints})
         second = self._wait_for_state_change(created, 'ERROR')
-        self._opt_in(second['id'])
         self.dispatcher.sweep_intake()
 
         # Placement has room for one more VCPU; the group's filter refuses.
