@@ -344,3 +344,34 @@ class RebuildInProgressTest(test_move_faults.MoveChecks, _PendingTestBase):
                          self._settle_all())
         self.assertIsNone(self._wait(server['id']))
         self.assertEqual(1, len(self._allocations(server['id'])))
+
+
+class WaitApiNotificationsTest(_PendingTestBase):
+    """PUT and DELETE .../wait send wait.start and wait.end."""
+
+    def _path(self, server_id):
+        return '/os-cell0-rebuild/servers/%s/wait' % server_id
+
+    def test_put_starts_and_delete_cancels(self):
+        server = self._bury(self.api_a, opt_in=None)
+        resp = self.api_a.api_put(self._path(server['id']),
+                                  {'wait': {'deadline': '2h'}},
+                                  check_response_status=False)
+        self.assertEqual(200, resp.status, resp.body)
+        [start] = self._ours('cell0_rebuild.wait.start')
+        self.assertEqual((server['id'], 'api', 'user-a', 'project-a'),
+                         (start['instance_uuid'], start['source'],
+                          start['user_id'], start['project_id']))
+        resp = self.api_a.api_delete(self._path(server['id']),
+                                     check_response_status=False)
+        self.assertEqual(204, resp.status, resp.body)
+        [end] = self._ours('cell0_rebuild.wait.end')
+        self.assertEqual((server['id'], 'cancelled'),
+                         (end['instance_uuid'], end['reason']))
+        # Cancelling again ends nothing more.
+        self.assertEqual(204, self.api_a.api_delete(
+            self._path(server['id']), check_response_status=False).status)
+        self.assertEqual(1, len(self._ours('cell0_rebuild.wait.end')))
+        # A cancelled wait is never served.
+        self._start_compute('host1')
+        self.assertEqual([], self.dispatcher.run_pass().dispatched)
