@@ -58,9 +58,6 @@ CREATED = settle.CREATED
 BURIED = settle.BURIED
 DELETED = settle.DELETED
 
-#: The epoch row's name (``cell0_rebuild_pending_epoch``).
-EPOCH_NAME = 'nova-cell0-rebuild-pending'
-
 #: ``[cell0_rebuild_pending] projects`` value that enables every project.
 ALL_PROJECTS = pending_conf.ALL_PROJECTS
 
@@ -125,17 +122,16 @@ class Dispatcher(settle.Settling):
         (``nova_service_context.service_context``); each attempt runs in a
         copy of it with a request id of its own.
     :param owner: names this dispatcher in the rows it dispatches.
-    :param epoch: the epoch this copy took (``PendingEpoch.take``); each
-        dispatch first renews its heartbeat fenced on it and the pass
-        stops once deposed. None: no fence (tests, a single copy).
+    :param fence: called before each dispatch, answers whether this copy
+        still leads (:meth:`.leader.Leadership.renew`: the epoch's
+        heartbeat); False stops the pass. None: no fence (one copy, tests).
     """
 
-    def __init__(self, conf, context, owner, epoch=None):
+    def __init__(self, conf, context, owner, fence=None):
         self.conf = conf
         self.context = context
         self.owner = owner
-        self.epoch = epoch
-        self.deposed = False
+        self.fence = fence
         self.in_flight = {}
         self.reservation = order.NO_RESERVATION
         self.last_served = {}
@@ -229,7 +225,7 @@ class Dispatcher(settle.Settling):
         self.last_served = dict(plan.last_served)
         report.held_back = plan.held_back
         for uuid in plan.dispatch:
-            if not self._still_acting(context, now):
+            if not self._still_acting():
                 break
             if self._dispatch_one(context, uuid, now):
                 report.dispatched.append(uuid)
@@ -243,19 +239,15 @@ class Dispatcher(settle.Settling):
                  if plan.held_back else '')
         return report
 
-    def _still_acting(self, context, now):
-        """Renew the epoch's heartbeat; False once another copy took a
-        newer epoch (this one must stop dispatching).
+    def _still_acting(self):
+        """Whether this copy still leads (the fence): a deposed copy's
+        pass stops before its next dispatch.
         """
-        if self.epoch is None:
+        if self.fence is None or self.fence():
             return True
-        if not self.deposed and not objects.PendingEpoch.heartbeat(
-                context, EPOCH_NAME, self.epoch, now=now):
-            LOG.warning('Dispatcher %s was deposed (epoch %s is no longer '
-                        'the current one): it dispatches no more',
-                        self.owner, self.epoch)
-            self.deposed = True
-        return not self.deposed
+        LOG.warning('Dispatcher %s no longer leads: this pass dispatches '
+                    'no more', self.owner)
+        return False
 
     def _ask_placement(self, context, counts, report):
         """{shape key: order.Fit}, one candidates() call per shape; the

@@ -29,6 +29,7 @@ from nova_cell0_rebuild.notifications import wait as wait_notifications
 from nova_cell0_rebuild import objects
 from nova_cell0_rebuild.pending import dispatcher as dispatcher_mod
 from nova_cell0_rebuild.pending import intake
+from nova_cell0_rebuild.pending import leader
 from nova_cell0_rebuild.tests.unit import base
 
 T0 = datetime.datetime(2026, 12, 7, 3, 0, 0)
@@ -173,17 +174,19 @@ class DispatcherTest(base.DBTestCase):
         self.assertIsNone(self.dispatcher.reservation.holder)
 
     def test_a_deposed_dispatcher_dispatches_nothing(self):
-        epoch = objects.PendingEpoch.take(self.context,
-                                          dispatcher_mod.EPOCH_NAME, 'old')
-        self.dispatcher.epoch = epoch
+        leadership = leader.Leadership(self.context, None,
+                                       leader.holder_of('host-a', 1))
+        leadership.elect()
+        self.dispatcher.fence = leadership.renew
         first = self._wait(minute=0)
         self.assertEqual([first],
                          self.dispatcher.run_pass(now=NOW).dispatched)
-        objects.PendingEpoch.take(self.context, dispatcher_mod.EPOCH_NAME,
-                                  'new')
+        # A copy restarted on this host takes a newer epoch.
+        leader.Leadership(self.context, None,
+                          leader.holder_of('host-a', 2)).elect()
         second = self._wait(project='q', minute=1)
         self.assertEqual([], self.dispatcher.run_pass(now=NOW).dispatched)
-        self.assertTrue(self.dispatcher.deposed)
+        self.assertFalse(leadership.leading)
         self.assertEqual('waiting', self._row(second).state)
 
     def test_refresh_shapes_recomputes_missing_and_stale_ones(self):
