@@ -31,6 +31,7 @@ from nova_cell0_rebuild.adapters import nova_api
 from nova_cell0_rebuild.api import cell0_servers
 from nova_cell0_rebuild.api import wait_opt_in
 from nova_cell0_rebuild import exception
+from nova_cell0_rebuild.notifications import wait as wait_notifications
 from nova_cell0_rebuild import objects
 from nova_cell0_rebuild.objects import fields
 from nova_cell0_rebuild.pending import deadline as deadline_grammar
@@ -179,6 +180,8 @@ class Cell0Waits(object):
                  'by user %(user)s.', {'uuid': server_id,
                                        'deadline': wait.deadline,
                                        'user': context.user_id})
+        # Sent for each PUT: a wait began, or its deadline was asked anew.
+        wait_notifications.notify_start(context, wait)
         return self.servers.answer(context, entry)
 
     def delete(self, req, context, server_id):
@@ -189,7 +192,9 @@ class Cell0Waits(object):
         :raises: RequestRefused (403 policy, 404 as ``show``).
         """
         entry = self.servers.found(context, server_id, policies.CANCEL)
-        _contended(
+        before = objects.Cell0Wait.get_by_instance_uuid(context.elevated(),
+                                                        server_id)
+        ended = _contended(
             server_id, objects.Cell0Wait.cancel, context.elevated(),
             server_id, project_id=entry['project_id'],
             user_id=context.user_id,
@@ -198,4 +203,9 @@ class Cell0Waits(object):
         LOG.info('The wait for room of server %(uuid)s was cancelled by '
                  'user %(user)s.', {'uuid': server_id,
                                     'user': context.user_id})
+        if before is not None and before.state != fields.WaitState.ENDED:
+            # Only a wait that was open ends (a DELETE that only keeps the
+            # metadata from opting the server in ends nothing).
+            wait_notifications.notify_end(context, ended,
+                                          wait_notifications.CANCELLED)
         return webob.Response(status=204)

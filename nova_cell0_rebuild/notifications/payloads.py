@@ -127,3 +127,67 @@ class Cell0RebuildRefusedPayload(Cell0RebuildPayload):
         if target_version < (1, 1) and primitive.get('gate') is None:
             # 1.0 always named a gate: no gate is no name.
             primitive['gate'] = ''
+
+
+@base.Cell0RebuildObjectRegistry.register
+class Cell0RebuildWaitPayload(Cell0RebuildNotificationObject):
+    """A buried server's wait for room (issue 27): ``wait.start``."""
+
+    # Version 1.0: Initial version
+    VERSION = '1.0'
+
+    fields = {
+        'instance_uuid': fields.UUIDField(),
+        'project_id': fields.StringField(),
+        # Who opted in.
+        'user_id': fields.StringField(),
+        # metadata (the create's key) or api (PUT .../wait).
+        'source': fields.WaitSourceField(),
+        'queued_at': fields.DateTimeField(),
+        'deadline': fields.DateTimeField(),
+        'attempts': fields.NonNegativeIntegerField(),
+    }
+
+    @classmethod
+    def from_wait(cls, wait, **extra):
+        """Build the payload for a Cell0Wait."""
+        return cls(instance_uuid=wait.instance_uuid,
+                   project_id=wait.project_id, user_id=wait.user_id,
+                   source=wait.source, queued_at=wait.queued_at,
+                   deadline=wait.deadline, attempts=wait.attempts, **extra)
+
+
+@base.Cell0RebuildObjectRegistry.register
+class Cell0RebuildWaitAttemptPayload(Cell0RebuildWaitPayload):
+    """One automatic rebuild of a waiting server: ``wait.attempt``."""
+
+    # Version 1.0: Initial version
+    VERSION = '1.0'
+
+    fields = dict(Cell0RebuildWaitPayload.fields, **{
+        # The request id of the rebuild (req-<uuid>), as in the server's
+        # instance actions.
+        'request_id': fields.StringField(),
+        'shape_key': fields.StringField(nullable=True),
+        # dispatched: handed to Nova's conductor; refused: a gate or a
+        # race refused it before.
+        'outcome': fields.StringField(),
+        # For refused: the gate's name (None when no gate refused), the
+        # message and HTTP status a user would have been answered.
+        'gate': fields.StringField(nullable=True),
+        'reason': fields.StringField(nullable=True),
+        'code': fields.IntegerField(nullable=True),
+    })
+
+
+@base.Cell0RebuildObjectRegistry.register
+class Cell0RebuildWaitEndPayload(Cell0RebuildWaitPayload):
+    """A wait that ended: ``wait.end``."""
+
+    # Version 1.0: Initial version
+    VERSION = '1.0'
+
+    fields = dict(Cell0RebuildWaitPayload.fields, **{
+        # rebuilt, deadline, cancelled, deleted or project_not_enabled.
+        'reason': fields.StringField(),
+    })

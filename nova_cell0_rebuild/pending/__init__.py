@@ -15,8 +15,10 @@
 Being built, step by step, after :doc:`/contributor/specs/pending`:
 :mod:`.deadline` reads the opt-in's deadline and :mod:`.order` is the fair
 order, both pure; :mod:`.leader` says which copy of the service
-dispatches (a tooz lock and the epoch fence). The dispatcher and its
-service come with them. Like
+dispatches (a tooz lock and the epoch fence); :mod:`.intake` starts waits,
+:mod:`.shapes` computes a server's placement query, :mod:`.dispatcher`
+runs passes and :mod:`.settle` settles them, driven by calls. The service
+(listener, timers) comes later. Like
 :mod:`nova_cell0_rebuild.relay`, this package sits on top, beside
 :mod:`nova_cell0_rebuild.operations`, may import every layer below and is
 never imported by nova-api's request path except for the pure modules.
