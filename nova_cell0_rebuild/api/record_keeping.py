@@ -148,10 +148,6 @@ def forget_deleted(context, instance_uuid, record, building=True):
             journal.keep_after_delete(fenced=False)
         elif journal is not None:
             journal.destroy()
-    # A deleted server waits for nothing.
-    wait = objects.Cell0Wait.get_by_instance_uuid(context, instance_uuid)
-    if wait is not None:
-        wait.destroy()
     # Nova keeps the history of a deleted server (until archive): so do we.
     server_history.materialise(context, instance_uuid)
     if record is not None:

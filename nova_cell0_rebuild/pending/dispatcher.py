@@ -35,7 +35,9 @@ from oslo_log import log as logging
 from oslo_utils import timeutils
 from oslo_utils import uuidutils
 
+from nova_cell0_rebuild._i18n import _
 from nova_cell0_rebuild.adapters import nova_placement
+from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild.api import rebuild as rebuild_flow
 from nova_cell0_rebuild.api import wait_opt_in
 from nova_cell0_rebuild.conf import cell0_rebuild_pending as pending_conf
@@ -112,6 +114,27 @@ def _as_waiting(row):
         deadline=_naive(row.deadline),
         next_attempt_at=_naive(row.next_attempt_at),
         attempts=row.attempts, state=row.state)
+
+
+def _refuse_if_locked(context, uuid):
+    """A locked server waits: its owner's lock holds against our rebuild.
+
+    The ``lock`` gate, as Nova, lets an admin through, and the dispatcher
+    acts with the service's admin context; but it acts for the server's
+    user, whose own rebuild a lock refuses (409). Counted as an attempt
+    that a gate refused: the wait backs off until it is unlocked.
+
+    :raises: GateRefused('lock', 409).
+    """
+    mapping = nova_servers.get_mapping(context, uuid)
+    if mapping is None or not nova_servers.is_cell0(mapping.cell_mapping):
+        return  # the rebuild answers it
+    instance = nova_servers.get_cell0_instance(context, mapping.cell_mapping,
+                                               uuid)
+    if instance is not None and instance.locked:
+        raise exception.GateRefused('lock', 409, _(
+            'Instance %s is locked: it is rebuilt once its owner or an '
+            'admin unlocks it.') % uuid)
 
 
 class Dispatcher(settle.Settling):
@@ -330,6 +353,7 @@ class Dispatcher(settle.Settling):
         attempt = self._attempt_context(request_id)
         self.in_flight[uuid] = InFlight(wait.shape_key, now)
         try:
+            _refuse_if_locked(attempt, uuid)
             rebuild_flow.rebuild_as_admin(attempt, self.conf, uuid)
         except exception.RequestRefused as refusal:
             self._refused(attempt, wait, request_id, refusal, now)

@@ -194,13 +194,6 @@ class WaitsApiTest(_WaitTestCase):
         resp = self._put(uuidutils.generate_uuid(), body={'wait': {}})
         self._assert_refused(resp, 400)
 
-    def test_deleting_a_waiting_server_forgets_its_wait(self):
-        server = self._create_buried_server()
-        self.assertEqual(200, self._put(server['id']).status)
-        self.api.delete_server(server['id'])
-        self._wait_until_deleted(server)
-        self.assertIsNone(self._row(server['id']))
-
     def test_who_may_wait(self):
         server = self._create_buried_server()
         self._assert_refused(self._put(server['id'], api=self.reader), 403)

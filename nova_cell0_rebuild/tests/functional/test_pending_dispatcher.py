@@ -124,6 +124,10 @@ class PendingDispatcherTest(_PendingTestBase):
         opened = self.dispatcher.sweep_intake()
         self.assertEqual({a1['id'], a2['id'], b1['id'], b2['id']},
                          {w.instance_uuid for w in opened})
+        # Oldest burial first, ties (one second: the column's precision)
+        # broken by uuid, as the rule says.
+        a1, a2 = sorted((a1, a2), key=lambda server: (
+            self._wait(server['id']).queued_at, server['id']))
 
         del self.candidate_queries[:]  # the scheduler's, at the burials
         report_ = self.dispatcher.run_pass()
@@ -226,6 +230,30 @@ class PendingDispatcherTest(_PendingTestBase):
         self.assertEqual([], self.dispatcher.run_pass(now=now).dispatched)
         self.assertEqual(queries, len(self.candidate_queries))
         self.assertEqual('ERROR', self._status(server))
+
+    def test_a_locked_server_waits_until_unlocked(self):
+        server = self._bury(self.api_a)
+        self.dispatcher.sweep_intake()
+        self.api_a.post_server_action(server['id'], {'lock': {}})
+        self._start_compute('host1')
+        now = timeutils.utcnow()
+        self.assertEqual([server['id']],
+                         self.dispatcher.run_pass(now=now).refused)
+        wait = self._wait(server['id'])
+        self.assertEqual(('waiting', 'gate_refused', 1),
+                         (wait.state, wait.reason_code, wait.attempts))
+        self.assertIn('is locked', wait.last_reason)
+        [attempt] = self._ours('cell0_rebuild.wait.attempt')
+        self.assertEqual(('refused', 'lock', 409),
+                         (attempt['outcome'], attempt['gate'],
+                          attempt['code']))
+        self.assertEqual('ERROR', self._status(server))
+        # Unlocked, it is rebuilt once its back-off passed.
+        self.api_a.post_server_action(server['id'], {'unlock': {}})
+        later = now + datetime.timedelta(seconds=60)
+        self.assertEqual([server['id']],
+                         self.dispatcher.run_pass(now=later).dispatched)
+        self._wait_for_state_change(server, 'ACTIVE')
 
     def test_buried_again_by_the_scheduler_backs_off(self):
         self._start_compute('host1')
