@@ -58,6 +58,9 @@ class DispatcherTest(base.DBTestCase):
                                                     'test')
         self.rebuild = self.useFixture(fixtures.MockPatch(
             'nova_cell0_rebuild.api.rebuild.rebuild_as_admin')).mock
+        # Reads Nova's cell0 row (functional test_pending_dispatcher).
+        self.locked = self.useFixture(fixtures.MockPatchObject(
+            dispatcher_mod, '_refuse_if_locked')).mock
         self.candidates = self.useFixture(fixtures.MockPatchObject(
             nova_placement, 'candidates',
             return_value=nova_placement.Candidates(True, 5, ''))).mock
