@@ -22,8 +22,6 @@ one the scheduler will ask; nothing here writes.
 """
 
 import dataclasses
-import hashlib
-import json
 from urllib import parse
 
 from keystoneauth1 import exceptions as ks_exc
@@ -150,17 +148,6 @@ def request_shape(context, request_spec):
             nova_exception.NoValidHost) as refused:
         raise exception.NoCandidatePossible(reason=refused.format_message())
     return tuple(queries)
-
-
-def shape_key(queries):
-    """The key of a request shape: what the objects layer stores.
-
-    ``sha256(json.dumps(sorted(queries)).encode('utf-8')).hexdigest()``:
-    64 lowercase hex characters, the same for the same strings in any
-    order (json.dumps with its defaults: ``", "`` separators, ASCII).
-    """
-    canonical = json.dumps(sorted(queries))
-    return hashlib.sha256(canonical.encode('utf-8')).hexdigest()
 
 
 @dataclasses.dataclass(frozen=True)

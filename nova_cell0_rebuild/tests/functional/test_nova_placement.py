@@ -29,6 +29,7 @@ from placement import handler as placement_handler
 
 from nova_cell0_rebuild.adapters import nova_placement
 from nova_cell0_rebuild import exception
+from nova_cell0_rebuild import objects
 from nova_cell0_rebuild.tests.functional import base
 
 
@@ -108,8 +109,8 @@ class PlacementPreCheckTest(base.Cell0RebuildTestCase):
         fits_shape = self._shape(fits['id'])
         never_shape = self._shape(never['id'])
         self.assertEqual(1, len(fits_shape))
-        self.assertNotEqual(nova_placement.shape_key(fits_shape),
-                            nova_placement.shape_key(never_shape))
+        self.assertNotEqual(objects.Cell0WaitShape.key_of(fits_shape),
+                            objects.Cell0WaitShape.key_of(never_shape))
         # Computing shapes asks placement nothing.
         self.assertEqual([], self._candidate_gets())
 

@@ -18,7 +18,6 @@ move completes them; the request filters run as the scheduler runs them,
 with their database reads replaced (no Nova database here).
 """
 
-import hashlib
 import json
 from unittest import mock
 from urllib import parse
@@ -225,14 +224,6 @@ class ShapeTest(base.TestCase):
         lookup.assert_called_once_with(self.context, 'nowhere', None,
                                        cell=None)
         self.assertIn('No such host', refused.reason)
-
-    def test_shape_key(self):
-        queries = ('b=1', 'a=2')
-        self.assertEqual(
-            hashlib.sha256(json.dumps(['a=2', 'b=1']).encode()).hexdigest(),
-            nova_placement.shape_key(queries))
-        self.assertEqual(nova_placement.shape_key(queries),
-                         nova_placement.shape_key(list(reversed(queries))))
 
 
 def summaries(*providers):

@@ -12,10 +12,14 @@
 
 """The object-hash test: a field change needs a version bump."""
 
+import hashlib
+import json
+
 from nova import objects as nova_objects
 from oslo_versionedobjects import fixture
 
 from nova_cell0_rebuild.notifications import payloads  # noqa: F401
+from nova_cell0_rebuild import objects
 from nova_cell0_rebuild.objects import base as obj_base
 from nova_cell0_rebuild.tests.unit import base
 
@@ -81,3 +85,18 @@ class TestObjectVersions(base.TestCase):
             self.assertEqual(
                 {obj_base.OBJ_PROJECT_NAMESPACE},
                 {cls.OBJ_PROJECT_NAMESPACE for cls in registry[name]})
+
+
+class TestCell0WaitShapeKey(base.TestCase):
+    """The one key of a request shape (the dispatcher stores and looks
+    shapes up by it).
+    """
+
+    def test_sha256_of_the_sorted_queries(self):
+        queries = ('b=1', 'a=2')
+        self.assertEqual(
+            hashlib.sha256(json.dumps(['a=2', 'b=1']).encode()).hexdigest(),
+            objects.Cell0WaitShape.key_of(queries))
+        self.assertEqual(objects.Cell0WaitShape.key_of(queries),
+                         objects.Cell0WaitShape.key_of(
+                             list(reversed(queries))))
