@@ -30,6 +30,7 @@ import webob
 from nova_cell0_rebuild._i18n import _
 from nova_cell0_rebuild.adapters import nova_api
 from nova_cell0_rebuild.adapters import nova_servers
+from nova_cell0_rebuild.api import wait_opt_in
 from nova_cell0_rebuild.api import wait_view
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild import objects
@@ -41,12 +42,12 @@ from nova_cell0_rebuild.schemas import cell0_servers as schemas
 _FIELDS = ('name', 'project_id', 'user_id', 'rebuildable', 'refused_by',
            'reason', 'buried_at', 'rebuild_attempts', 'interrupted_move')
 _NOT_FOUND = _('No server %s is buried in cell0.')
-_ISOTIME = '%Y-%m-%dT%H:%M:%SZ'
 
 
 def buried_at(entry):
     """When an entry's server was buried, as naive UTC."""
-    return datetime.datetime.strptime(entry['buried_at'], _ISOTIME)
+    return datetime.datetime.strptime(entry['buried_at'],
+                                      inventory.ISOTIME_FORMAT)
 
 
 def _view(conf, entry, wait):
@@ -55,7 +56,7 @@ def _view(conf, entry, wait):
     server.update((key, entry[key]) for key in _FIELDS)
     server['wait'] = wait_view.wait_view(
         conf, entry['project_id'], wait,
-        wait_view.CreateOptIn(entry['wait_deadline'], entry['wait_refusal']),
+        wait_opt_in.OptIn(entry['wait_deadline'], entry['wait_refusal']),
         buried_at(entry))
     return server
 

@@ -85,6 +85,11 @@ def refusal_code(refusal):
     return code if code in _CODES else ERROR
 
 
+def refusal_reason(refusal):
+    """The words of a stored refusal, after its code."""
+    return refusal.split(': ', 1)[-1]
+
+
 def project_enabled(conf, project_id):
     """Whether ``[cell0_rebuild_pending] projects`` lets *project_id* wait.
 

@@ -18,20 +18,11 @@ and what its create asked for) and writes nothing, so the list can build
 it for a page from one query of the waits.
 """
 
-import collections
-
 from nova_cell0_rebuild._i18n import _
 from nova_cell0_rebuild.api import wait_opt_in
 from nova_cell0_rebuild.objects import fields
+from nova_cell0_rebuild.operations import inventory
 from nova_cell0_rebuild.pending import deadline as deadline_grammar
-
-#: What the create of a server asked for, from its create record:
-#: ``raw`` the ``cell0_rebuild:wait`` value (None: not asked), ``refusal``
-#: why it is not honoured (None: honoured), as :func:`refusal_text` wrote.
-CreateOptIn = collections.namedtuple('CreateOptIn', ('raw', 'refusal'))
-
-_NOT_ASKED = CreateOptIn(None, None)
-_SEPARATOR = ': '
 
 _WAITING_STATES = (fields.WaitState.WAITING, fields.WaitState.DISPATCHED)
 
@@ -39,39 +30,17 @@ _WAITING_STATES = (fields.WaitState.WAITING, fields.WaitState.DISPATCHED)
 _AT_CREATE_ONLY = (wait_opt_in.DISABLED, wait_opt_in.PROJECT_NOT_ENABLED)
 
 
-def isotime(when):
-    """UTC, as Nova's API writes times: 2026-01-31T12:00:00Z."""
-    if when is None:
-        return None
-    return when.replace(tzinfo=None).strftime('%Y-%m-%dT%H:%M:%SZ')
-
-
-def refusal_text(code, reason):
-    """How a create record keeps a refused opt-in: code and reason in one
-    column, so that the view gives both without another column.
-    """
-    return code + _SEPARATOR + reason
-
-
-def _refusal(text):
-    code, _sep, reason = text.partition(_SEPARATOR)
-    return code, reason
-
-
-def of_record(record):
-    """The opt-in a create record holds; no record: not asked."""
-    if record is None:
-        return _NOT_ASKED
-    return CreateOptIn(record.wait_deadline, record.wait_refusal)
+def _isotime(when):
+    return None if when is None else inventory.isotime(when)
 
 
 def _view(waiting, reason_code, last_reason, deadline=None, attempts=0,
           next_attempt=None):
     return {
         'waiting': waiting,
-        'deadline': isotime(deadline),
+        'deadline': _isotime(deadline),
         'attempts': attempts,
-        'next_attempt': isotime(next_attempt),
+        'next_attempt': _isotime(next_attempt),
         'reason_code': reason_code,
         'last_reason': last_reason,
     }
@@ -101,7 +70,8 @@ def _of_create(conf, opt_in, buried_at):
     its deadline as the intake will compute it, from its burial.
     """
     if opt_in.refusal is not None:
-        code, reason = _refusal(opt_in.refusal)
+        code = wait_opt_in.refusal_code(opt_in.refusal)
+        reason = wait_opt_in.refusal_reason(opt_in.refusal)
         if code in _AT_CREATE_ONLY:
             # True then, perhaps not now (this view is served only when it
             # is not): the create's key no longer counts, the API does.
@@ -129,7 +99,8 @@ def wait_view(conf, project_id, wait, opt_in, buried_at):
 
     :param wait: its Cell0Wait, or None. Once it exists it is the truth:
         the metadata key neither starts nor ends a wait after that.
-    :param opt_in: a :class:`CreateOptIn` (:func:`of_record`).
+    :param opt_in: what its create asked: a
+        :class:`~nova_cell0_rebuild.api.wait_opt_in.OptIn`.
     :param buried_at: when it was buried (naive UTC).
     """
     closed = _closed(conf, project_id)

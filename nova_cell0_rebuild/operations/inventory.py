@@ -57,9 +57,13 @@ def _as_a_rebuild_finds_it(admin, instance, lease_seconds,
     return released, True
 
 
-def _isotime(when):
-    """UTC, as Nova's API writes times: 2026-01-31T12:00:00Z."""
-    return when.replace(tzinfo=None).strftime('%Y-%m-%dT%H:%M:%SZ')
+#: How Nova's API writes times: 2026-01-31T12:00:00Z (UTC).
+ISOTIME_FORMAT = '%Y-%m-%dT%H:%M:%SZ'
+
+
+def isotime(when):
+    """UTC, as Nova's API writes times."""
+    return when.replace(tzinfo=None).strftime(ISOTIME_FORMAT)
 
 
 def _buried(server):
@@ -82,7 +86,7 @@ def _entry(server, verdicts, now, interrupted_move=False, journal=None):
         'user_id': instance.user_id,
         'name': instance.display_name,
         'age_seconds': _age(instance, now),
-        'buried_at': _isotime(_buried(server)),
+        'buried_at': isotime(_buried(server)),
         'rebuild_attempts': journal.attempts if journal else 0,
         'fault': server.fault.message if server.fault else None,
         'recorded': server.record is not None,

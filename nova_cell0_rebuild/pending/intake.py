@@ -47,9 +47,10 @@ PAGE_SIZE = 100
 
 def honoured(record):
     """The raw deadline a create record opts in with, or None."""
-    if record is None or not record.wait_deadline or record.wait_refusal:
+    if record is None:
         return None
-    return record.wait_deadline
+    opt_in = wait_opt_in.OptIn(record.wait_deadline, record.wait_refusal)
+    return opt_in.raw if opt_in.honoured else None
 
 
 def open_wait(context, conf, instance, raw, buried_at, failure=None,
