@@ -53,6 +53,16 @@ INSTANCE_ATTRS = ['metadata', 'system_metadata', 'info_cache',
 _SCHEDULING_FAILURES = (nova_exception.NoValidHost,
                         nova_exception.MaxRetriesExceeded)
 
+#: Outages of the cloud's own database or message bus that failed the
+#: conductor's scheduling: Nova buries the server all the same. Nova
+#: records an exception that is not its own by its class name alone
+#: (compute.utils.exception_to_dict); one that came back over RPC from the
+#: scheduler is oslo.messaging's subclass named with "_Remote".
+_OUTAGES = frozenset(name + suffix
+                     for name in ('DBConnectionError', 'DBDeadlock',
+                                  'MessagingTimeout')
+                     for suffix in ('', '_Remote'))
+
 _COMPUTE_API = None
 
 
@@ -96,6 +106,16 @@ def load_cell0_details(context, cell0, instance_uuid):
     create_request_id = next((action.request_id for action in actions
                               if action.action == 'create'), None)
     return bdms, fault, create_request_id
+
+
+def is_outage(fault):
+    """Whether a fault says a database or message bus outage buried it.
+
+    Not the server's doing, and gone once the cloud fails over: a Galera
+    writer killed while the conductor schedules a create or a rebuild's
+    hand-off buries the server with ``DBConnectionError``.
+    """
+    return (fault.message or '') in _OUTAGES
 
 
 def is_scheduling_failure(fault):

@@ -18,11 +18,16 @@ from nova_cell0_rebuild.gates import base
 
 
 class FaultGate(base.Gate):
-    """Only a server buried for lack of a valid host is scheduled again.
+    """Only a server buried for lack of a valid host, or by an outage of
+    the cloud's database or message bus while it was scheduled, is
+    scheduled again.
 
     Any other burial reason (a host not mapped to a cell, a scheduler
     error, an over-quota recheck) says a new try would fail again or hide a
-    problem an operator must look at.
+    problem an operator must look at. An outage (``DBConnectionError``,
+    ``DBDeadlock``, ``MessagingTimeout``) says nothing of the server: a
+    rebuild's own hand-off buried by a database failover would otherwise
+    leave the server for ever unrebuildable.
     """
 
     def check(self, server, rebuild):
@@ -32,7 +37,8 @@ class FaultGate(base.Gate):
                 'Instance %s has no fault recorded, so it is unknown why '
                 'its create failed; it cannot be rebuilt from cell0.')
                 % server.uuid)
-        if not nova_compute.is_scheduling_failure(fault):
+        if not (nova_compute.is_scheduling_failure(fault)
+                or nova_compute.is_outage(fault)):
             self.refuse(409, _(
                 'Instance %(uuid)s was not buried in cell0 for lack of a '
                 'valid host but because: %(reason)s; it cannot be rebuilt '

@@ -17,11 +17,13 @@ stays in ERROR in cell0, exactly as it was.
 """
 
 import eventlet
+from nova.conductor import manager as conductor_manager
 from nova import context as nova_context
 from nova.limit import local as local_limit
 from nova import objects as nova_objects
 from nova.tests import fixtures as nova_fixtures
 from nova.tests.functional.api import client as api_client
+from oslo_db import exception as db_exc
 from oslo_limit import fixture as limit_fixture
 
 from nova_cell0_rebuild.db import api as db_api
@@ -29,6 +31,11 @@ from nova_cell0_rebuild.db import models
 from nova_cell0_rebuild.tests.functional import base
 
 CELL0 = '00000000-0000-0000-0000-000000000000'
+ORIGINAL_SCHEDULE = conductor_manager.ComputeTaskManager._schedule_instances
+
+
+def _database_away(*args, **kwargs):
+    raise db_exc.DBConnectionError()
 
 
 class _RefusalTestCase(base.Cell0RebuildTestCase):
@@ -83,6 +90,23 @@ class GateRefusalTest(_RefusalTestCase):
         self._assert_refused(server, 409, 'conflictingRequest',
                              'not buried in cell0 for lack of a valid host',
                              'not mapped to any cell')
+
+    def test_fault_gate_lets_a_database_outage_burial_through(self):
+        # The conductor's database fails over while it schedules: Nova
+        # buries the server with the exception's class name as its fault
+        # (a rebuild's own hand-off too, as the Galera job's writer kill
+        # showed). The server is not the problem: it is rebuilt.
+        self._start_compute('host1')
+        self.stub_out('nova.conductor.manager.ComputeTaskManager.'
+                      '_schedule_instances', _database_away)
+        server = self._create_buried_server()
+        self.assertEqual('DBConnectionError', server['fault']['message'])
+        self.stub_out('nova.conductor.manager.ComputeTaskManager.'
+                      '_schedule_instances', ORIGINAL_SCHEDULE)
+        resp = self._rebuild(server['id'])
+        self.assertEqual(202, resp.status, resp.body)
+        rebuilt = self._wait_for_state_change(server, 'ACTIVE')
+        self.assertEqual(server['id'], rebuilt['id'])
 
     def test_record_gate_refuses_unrecorded_servers(self):
         server = self._create_buried_server()

@@ -194,6 +194,21 @@ class TestFaultGate(GateTestCase):
         self.assertRefused(self._server(fault_message=None), 409,
                            'no fault recorded')
 
+    def test_database_or_bus_outage_while_scheduling_is_allowed(self):
+        # Nova records a non-Nova exception by its class name alone; the
+        # conductor's own (DBConnectionError) or one that came back over
+        # RPC from the scheduler (oslo.messaging's "_Remote" subclass).
+        for message in ('DBConnectionError', 'DBDeadlock',
+                        'MessagingTimeout', 'DBConnectionError_Remote',
+                        'DBDeadlock_Remote'):
+            self.assertAllowed(self._server(fault_message=message))
+
+    def test_other_non_nova_exceptions_are_refused(self):
+        for message in ('DBError', 'ValueError', 'RemoteError',
+                        'DBConnectionErrorX', 'Timeout: DBConnectionError'):
+            self.assertRefused(self._server(fault_message=message), 409,
+                               'because: %s' % message)
+
 
 class TestRecordGate(GateTestCase):
 
