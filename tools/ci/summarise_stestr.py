@@ -51,7 +51,7 @@ def next_run(repo_url='.'):
 
 
 FAILED = ('fail', 'uxsuccess', 'inprogress', 'exists')
-TRACEBACK_LINES = 12
+TRACEBACK_LINES = 20
 
 
 def _last_lines(test):

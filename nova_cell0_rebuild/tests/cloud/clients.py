@@ -185,9 +185,12 @@ class Cloud(object):
         done = subprocess.run(command, capture_output=True, text=True,
                               env=env, timeout=300)
         if check and done.returncode:
-            raise CloudError('%s %s: exit %s\n%s%s' % (
-                program, ' '.join(args), done.returncode, done.stdout,
-                done.stderr))
+            # Its own output last: CI prints the tail of a failure, and
+            # the stderr of a console script is mostly import warnings.
+            raise CloudError('%s %s: exit %s\nits stderr:\n%s\nits '
+                             'stdout:\n%s' % (
+                                 program, ' '.join(args), done.returncode,
+                                 done.stderr, done.stdout))
         return done
 
     def service(self, action, name):

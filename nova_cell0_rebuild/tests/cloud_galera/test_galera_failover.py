@@ -287,7 +287,9 @@ class WriterKilledTest(GaleraTestCase):
         hand-off is older than ``[cell0_rebuild] hand_off_timeout`` (30 s
         in the minicloud), heal buries it in cell0 again, and it is
         rebuilt to ACTIVE. In another run the burial worked (ERROR in
-        cell0, rebuilt to ACTIVE), or the build failed on the compute
+        cell0, rebuilt to ACTIVE): by NoValidHost, or by the conductor's
+        own DBConnectionError (gate ``fault`` lets an outage through), or
+        the build failed on the compute
         (its conductor's connection cut when n1 came back: HAProxy's
         shutdown-backup-sessions): ERROR in cell1, Nova's own, which is
         deleted and must leave nothing allocated. Never lost, never built
@@ -305,7 +307,13 @@ class WriterKilledTest(GaleraTestCase):
             self.cluster.wait_haproxy({'n1': 'UP'})
         self._check_probes(prober, figures)
         time.sleep(LEASE_WAIT)
-        self.cloud.manage('heal')
+        # Right after the failover heal may find the conductor still at
+        # work (an instance row in a cell, the BuildRequest not yet gone)
+        # and leave it alone, exit 3: recorded; the outcome is asserted.
+        heal = self.cloud.manage('heal', check=False)
+        figures['first_heal'] = [heal.returncode] + (
+            heal.stdout.strip().splitlines()[-2:])
+        self.assertIn(heal.returncode, (0, 3), heal)
         server = self._settled(uuid, timeout=90, still_building_ok=True)
         rows = self.cluster.instance_rows(uuid)
         figures['after_heal'] = [server['status'], rows]
