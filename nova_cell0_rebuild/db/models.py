@@ -117,6 +117,10 @@ class MoveJournal(BASE):
     lease_token = sa.Column(sa.Integer, nullable=False, default=0,
                             server_default='0')
     lease_expires_at = sa.Column(sa.DateTime, nullable=True)
+    # Counts the holder's fenced writes, so that each changes the row:
+    # Galera certifies only a change (MoveJournal._swap_in_db).
+    beats = sa.Column(sa.Integer, nullable=False, default=0,
+                      server_default='0')
 
 
 class ServerHistory(BASE):

@@ -475,10 +475,16 @@ class MoveJournal(base.Cell0RebuildObject):
         values['updated_at'] = now
         if self.lease_seconds is not None:
             values.update(_lease(now, self.lease_seconds))
+        # beats changes the row even when nothing else does (a heartbeat
+        # in the second of the write before it): Galera certifies only a
+        # change, and a no-op on a node that had not applied a take-over
+        # or a DELETE's forget yet would pass the fence.
         with db_api.writer(self._context) as session:
             updated = session.query(models.MoveJournal).filter_by(
                 id=self.id, lease_token=self.lease_token,
-                **expected).update(values, synchronize_session=False)
+                **expected).update(
+                    dict(values, beats=models.MoveJournal.beats + 1),
+                    synchronize_session=False)
             if updated != 1:
                 # Nothing written; in a joined transaction this rolls the
                 # writes it guards back with it.

@@ -18,6 +18,7 @@ round trip, so on MySQL they really interleave.
 """
 
 import datetime
+from unittest import mock
 
 import eventlet
 from nova import context as nova_context
@@ -232,6 +233,27 @@ class _JournalTest(object):
         self.assertFalse(stored.lease_expired(LEASE))
         self.assertGreater(stored.lease_expires_at.replace(tzinfo=None),
                            timeutils.utcnow())
+
+    def test_every_fenced_write_changes_the_row(self):
+        # Even a heartbeat in the same second as the write before it (the
+        # DATETIME columns keep whole seconds): Galera certifies only a
+        # write-set, and an UPDATE that changes nothing has none, so on a
+        # node that had not yet applied another actor's take-over or the
+        # server's DELETE a no-op heartbeat would pass its fence.
+        holder = start(self.context)
+        moment = timeutils.utcnow().replace(microsecond=0)
+        with mock.patch.object(timeutils, 'utcnow', return_value=moment):
+            holder.heartbeat()
+            before = self._beats()
+            holder.heartbeat()
+            holder.heartbeat()
+            holder.record_error('noted')
+        self.assertEqual(before + 3, self._beats())
+
+    def _beats(self):
+        with db_api.reader(self.context) as session:
+            return session.query(models.MoveJournal.beats).filter_by(
+                instance_uuid=INSTANCE).scalar()
 
     def test_one_of_many_restarts_from_the_journal_it_read(self):
         # A rebuild reads the journal once and hands it to start().
