@@ -161,7 +161,8 @@ def build_service(conf, context, holder=None):
 def run_until_signalled(service, stopping=None):
     """Run the service's worker; stop it on SIGTERM or SIGINT.
 
-    :returns: SUCCESS when stopped by a signal, ERROR when deposed.
+    :returns: SUCCESS when stopped by a signal, ERROR when the worker
+        ended by itself (deposed without a coordination URL).
     """
     stopping = stopping or threading.Event()
 
@@ -178,10 +179,11 @@ def run_until_signalled(service, stopping=None):
     while not stopping.wait(1):
         if not worker.is_alive():
             break
+    signalled = stopping.is_set()
     service.stop()
     worker.join()
     LOG.info('%s stopped', PROG)
-    return ERROR if service.deposed else SUCCESS
+    return SUCCESS if signalled and not service.deposed else ERROR
 
 
 def main(argv=None):

@@ -136,7 +136,11 @@ class PendingService(object):
     # Called from the listener's threads (through the endpoint).
 
     def in_flight(self):
-        return frozenset(self.dispatcher.in_flight)
+        """The dispatcher's in-flight dict, for membership tests only: a
+        test is atomic, while copying it from the listener's thread could
+        meet the worker changing it.
+        """
+        return self.dispatcher.in_flight
 
     def hint(self, hint):
         """Queue what a notification asks; the worker does it."""
@@ -290,6 +294,9 @@ class PendingService(object):
                           'event or sweep')
         self._pass_failures = 0
 
+    #: Seconds the worker pauses after a fault of its own.
+    FAULT_PAUSE = leader.ELECTION_SECONDS
+
     #: The sweep's steps, in order, before its pass.
     SWEEP_STEPS = ('settle_in_flight', 'settle_expired', 'sweep_gone',
                    'sweep_intake', 'refresh_shapes')
@@ -332,6 +339,12 @@ class PendingService(object):
                     LOG.error('%s', exc)
                     self.deposed = True
                     break
+                except Exception:
+                    # A fault of ours must not end the service quietly:
+                    # said, and tried again after a pause.
+                    LOG.exception('The pending service\'s worker failed: '
+                                  'tried again in %d s', self.FAULT_PAUSE)
+                    timeout = self.FAULT_PAUSE
                 self._wake.wait(timeout)
                 self._wake.clear()
         finally:

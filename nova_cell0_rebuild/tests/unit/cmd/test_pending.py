@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 
 import fixtures
 import nova.conf  # noqa: F401 (registers Nova's [notifications])
@@ -122,10 +123,39 @@ class BuildServiceTest(base.DBTestCase):
                                group='cell0_rebuild_pending')
 
     def _build(self, holder='host-a:1'):
-        service, transport = pending.build_service(self.conf, self.context,
-                                                   holder=holder)
-        self.addCleanup(transport.cleanup)
+        service, self.transport = pending.build_service(
+            self.conf, self.context, holder=holder)
+        self.addCleanup(self.transport.cleanup)
         return service
+
+    def _until(self, predicate, timeout=10):
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            self.assertLess(time.monotonic(), deadline,
+                            self.dispatcher.calls)
+            time.sleep(0.05)
+
+    def test_nova_notifications_reach_the_worker_through_the_listener(self):
+        # oslo.messaging's fake driver, Nova's versioned topic, the
+        # service's pool and filter, and its worker thread.
+        self._url(self.url)
+        service = self._build()
+        worker = threading.Thread(target=service.run)
+        worker.start()
+        self.addCleanup(worker.join, 10)
+        self.addCleanup(service.stop)
+        self._until(lambda: 'run_pass' in self.dispatcher.calls)
+        compute = oslo_messaging.Notifier(
+            self.transport, publisher_id='nova-compute:host1',
+            driver='messagingv2', topics=['versioned_notifications'])
+        compute.info({}, 'instance.delete.end', test_service._payload(
+            uuid=test_service.OTHER, host='host1'))
+        compute.error({}, 'compute_task.build_instances.error',
+                      test_service._payload(
+                          'ComputeTaskPayload',
+                          instance_uuid=test_service.UUID))
+        self._until(lambda: self.dispatcher.passes() == 2 and
+                    ('intake', test_service.UUID) in self.dispatcher.calls)
 
     def test_refuses_when_the_election_cannot_be_tried(self):
         for url, wanted in (('nosuch://host', "driver found"),
@@ -160,3 +190,16 @@ class BuildServiceTest(base.DBTestCase):
         other.start()
         self.addCleanup(other.stop)
         self.assertEqual(2, other.elect())
+
+
+class ExitStatusTest(test_service._ServiceTest):
+
+    def test_a_copy_deposed_without_a_url_exits_with_one(self):
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            self.addCleanup(signal.signal, signum, signal.getsignal(signum))
+        self.leadership.url = None
+        service = self._service()
+        self.leadership.deposed = True
+        self.clock.advance(leader.HEARTBEAT_SECONDS)
+        self.assertEqual(pending.ERROR, pending.run_until_signalled(service))
+        self.assertTrue(self.leadership.stopped)

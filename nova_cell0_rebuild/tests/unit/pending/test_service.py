@@ -508,6 +508,22 @@ class RunTest(_ServiceTest):
         self.assertTrue(self.leadership.stopped)
         self.assertEqual(['start', 'stop'], self.listener_log)
 
+    def test_a_fault_in_the_worker_is_logged_and_the_loop_goes_on(self):
+        service = self._service()
+        ticks = []
+
+        def faulty_tick():
+            ticks.append(1)
+            if len(ticks) == 1:
+                raise RuntimeError('a bug')
+            service.stop()
+            return 0
+        service.tick = faulty_tick
+        service.FAULT_PAUSE = 0
+        service.run()
+        self.assertEqual(2, len(ticks))
+        self.assertTrue(self.leadership.stopped)
+
 
 class ScheduleTest(base.TestCase):
 
