@@ -145,17 +145,22 @@ def build_service(conf, context, holder=None):
     try:
         leadership.start()
         service.start()
-    except leader.AnotherCopyRuns as exc:
+    except (leader.AnotherCopyRuns,) + _ELECTION_ERRORS + _DB_ERRORS as exc:
         leadership.stop()
         transport.cleanup()
-        raise _Unusable(startup.one_line(exc))
-    except _ELECTION_ERRORS as exc:
-        leadership.stop()
-        transport.cleanup()
-        raise _Unusable('the election through [%s] coordination_url cannot '
-                        'be tried: %s' % (pending_conf.GROUP_NAME,
-                                          startup.one_line(exc)))
+        raise _Unusable(_why_no_election(exc))
     return service, transport
+
+
+def _why_no_election(exc):
+    if isinstance(exc, leader.AnotherCopyRuns):
+        return startup.one_line(exc)
+    if isinstance(exc, _DB_ERRORS):
+        # The epoch row is read and taken at the first election.
+        return "the dispatcher's epoch cannot be taken: %s" % (
+            startup.one_line(exc))
+    return ('the election through [%s] coordination_url cannot be tried: '
+            '%s' % (pending_conf.GROUP_NAME, startup.one_line(exc)))
 
 
 def run_until_signalled(service, stopping=None):

@@ -29,8 +29,10 @@ import fixtures
 import nova.conf  # noqa: F401 (registers Nova's [notifications])
 from nova import context as nova_context
 import oslo_messaging
+import sqlalchemy as sa
 
 from nova_cell0_rebuild.cmd import pending
+from nova_cell0_rebuild.db import api as db_api
 from nova_cell0_rebuild import objects
 from nova_cell0_rebuild.pending import leader
 from nova_cell0_rebuild.tests.unit import base
@@ -167,6 +169,21 @@ class BuildServiceTest(base.DBTestCase):
             self.assertIn('[cell0_rebuild_pending] coordination_url '
                           'cannot be tried', str(exc))
             self.assertIn(wanted, str(exc))
+
+    def test_refuses_when_the_epoch_cannot_be_taken(self):
+        with db_api.get_engine().begin() as connection:
+            connection.execute(sa.text(
+                'DROP TABLE cell0_rebuild_pending_epoch'))
+        self._url(self.url)
+        exc = self.assertRaises(pending._Unusable, self._build)
+        self.assertIn("the dispatcher's epoch cannot be taken: ", str(exc))
+        self.assertIn('cell0_rebuild_pending_epoch', str(exc))
+        # The lock was released on the way out.
+        other = leader.Leadership(self.context, self.url, 'host-b:2')
+        other.start()
+        self.addCleanup(other.stop)
+        self.assertTrue(other._lock.acquire(blocking=False))
+        other._lock.release()
 
     def test_refuses_without_a_url_while_another_copy_beats(self):
         objects.PendingEpoch.take(self.context, leader.NAME, 'host-b:2')
