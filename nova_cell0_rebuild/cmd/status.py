@@ -25,6 +25,7 @@ import sys
 from oslo_config import cfg
 from oslo_db import exception as db_exc
 from oslo_upgradecheck import upgradecheck
+from oslo_utils import timeutils
 import sqlalchemy as sa
 
 from nova_cell0_rebuild._i18n import _
@@ -38,7 +39,9 @@ from nova_cell0_rebuild.conf import cell0_rebuild as cell0_rebuild_conf
 from nova_cell0_rebuild.db import migration
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild import gates
+from nova_cell0_rebuild import objects
 from nova_cell0_rebuild.objects import record_coverage
+from nova_cell0_rebuild.pending import leader
 
 CONF = cfg.CONF
 #: Nova's default [DEFAULT] long_rpc_timeout, where Nova's options are not
@@ -271,6 +274,42 @@ class UpgradeCommands(upgradecheck.UpgradeCommands):
             'longest a cast may wait in RabbitMQ while every conductor is '
             'down.') % values)
 
+    def _check_pending(self):
+        """With waits enabled, a nova-cell0-rebuild-pending dispatches: its
+        epoch's heartbeat is younger than :data:`.leader.STALE_SECONDS`.
+        """
+        if not CONF.cell0_rebuild_pending.enabled:
+            return Result(Code.SUCCESS, _(
+                'Waits for room are not enabled ([cell0_rebuild_pending] '
+                'enabled = false): no dispatcher is needed.'))
+        objects.register_all()
+        try:
+            epoch = objects.PendingEpoch.get(
+                nova_cell0_listing.admin_context(), leader.NAME)
+        except _DB_ERRORS as exc:
+            return Result(Code.FAILURE, _(
+                'The dispatcher\'s heartbeat cannot be read: %s')
+                % _one_line(exc))
+        if epoch is None:
+            return Result(Code.WARNING, _(
+                '[cell0_rebuild_pending] enabled is true, but no '
+                'nova-cell0-rebuild-pending has run: servers that opted in '
+                'to wait stay buried in cell0. Start '
+                'nova-cell0-rebuild-pending.'))
+        age = (timeutils.utcnow() - timeutils.normalize_time(
+            epoch.heartbeat_at)).total_seconds()
+        values = {'holder': epoch.holder, 'epoch': epoch.epoch,
+                  'age': age, 'stale': leader.STALE_SECONDS}
+        if age > leader.STALE_SECONDS:
+            return Result(Code.WARNING, _(
+                'No nova-cell0-rebuild-pending dispatches: the last one '
+                '(%(holder)s, epoch %(epoch)d) beat %(age)d seconds ago, '
+                'more than %(stale)d. Servers that opted in to wait stay '
+                'buried in cell0 until a copy runs again.') % values)
+        return Result(Code.SUCCESS, _(
+            'nova-cell0-rebuild-pending on %(holder)s dispatches (epoch '
+            '%(epoch)d, beat %(age)d seconds ago).') % values)
+
     _upgrade_checks = (
         (_('API pipeline'), _check_pipeline),
         (_('Database'), _check_database),
@@ -279,6 +318,7 @@ class UpgradeCommands(upgradecheck.UpgradeCommands):
         (_('Servers in cell0 without a create record'), _check_unrecorded),
         (_('Durable RPC queues'), _check_durable_queues),
         (_('Hand-off timeout'), _check_hand_off_timeout),
+        (_('Pending dispatcher'), _check_pending),
     )
 
 

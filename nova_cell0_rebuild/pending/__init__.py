@@ -17,8 +17,9 @@ Being built, step by step, after :doc:`/contributor/specs/pending`:
 order, both pure; :mod:`.leader` says which copy of the service
 dispatches (a tooz lock and the epoch fence); :mod:`.intake` starts waits,
 :mod:`.shapes` computes a server's placement query, :mod:`.dispatcher`
-runs passes and :mod:`.settle` settles them, driven by calls. The service
-(listener, timers) comes later. Like
+runs passes and :mod:`.settle` settles them, driven by calls;
+:mod:`.events` reads Nova's notifications and :mod:`.service` drives the
+dispatcher from them and from its timers (``cmd/pending.py`` runs it). Like
 :mod:`nova_cell0_rebuild.relay`, this package sits on top, beside
 :mod:`nova_cell0_rebuild.operations`, may import every layer below and is
 never imported by nova-api's request path except for the pure modules.

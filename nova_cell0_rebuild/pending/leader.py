@@ -92,10 +92,12 @@ class Leadership(object):
     def start(self):
         """Join the backend (tooz's heartbeat thread keeps the session)."""
         if self.url:
-            self._coordinator = coordination.get_coordinator(
+            coordinator = coordination.get_coordinator(
                 self.url, self.holder.encode('utf-8'))
-            self._coordinator.start(start_heart=True)
-            self._lock = self._coordinator.get_lock(LOCK_NAME)
+            coordinator.start(start_heart=True)
+            # Only once started: stop() must not stop one that never was.
+            self._coordinator = coordinator
+            self._lock = coordinator.get_lock(LOCK_NAME)
 
     def stop(self):
         """Step down and leave the backend; safe to call twice."""

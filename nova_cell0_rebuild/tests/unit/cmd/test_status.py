@@ -17,6 +17,7 @@ The database checks run on real Nova databases in
 at the end of this file.
 """
 
+import datetime
 import json
 import os
 import shutil
@@ -25,14 +26,18 @@ import sys
 
 import fixtures
 from nova.conf import rpc as nova_rpc_conf
+from nova import context as nova_context
 from nova.db.api import models as api_models
 from nova.db.main import models as main_models
 import oslo_messaging
 from oslo_upgradecheck import upgradecheck
+from oslo_utils import timeutils
 import sqlalchemy as sa
 
 from nova_cell0_rebuild.cmd import status
 from nova_cell0_rebuild.db import migration
+from nova_cell0_rebuild import objects
+from nova_cell0_rebuild.pending import leader
 from nova_cell0_rebuild.tests import microversions as mv
 from nova_cell0_rebuild.tests.unit.api import test_pipeline_position as paste
 from nova_cell0_rebuild.tests.unit import base
@@ -271,7 +276,7 @@ class StatusCommandTest(base.TestCase):
         migration.db_sync(sa.create_engine(self.plugin_url))
         code, results, err = self._check()
         self.assertEqual(0, code, err)
-        self.assertEqual(7, len(results))
+        self.assertEqual(8, len(results))
         self.assertEqual({Code.SUCCESS}, set(results.values()), results)
 
     def test_malformed_min_microversion_is_one_line(self):
@@ -302,7 +307,7 @@ class StatusCommandTest(base.TestCase):
         code, out, err = self._status('--config-file', self.config,
                                       'upgrade', 'check')
         self.assertEqual(0, code, err)
-        self.assertEqual(7, out.count('Result: Success'), out)
+        self.assertEqual(8, out.count('Result: Success'), out)
 
     def test_missing_configuration_file(self):
         code, out, err = self._status(
@@ -381,3 +386,49 @@ class HandOffTimeoutCheckTest(base.TestCase):
             result = self._check(**overrides)
             self.assertEqual(Code.WARNING, result.code, overrides)
             self.assertIn('deletes its mapping', result.details)
+
+
+class PendingCheckTest(base.DBTestCase):
+    """The pending dispatcher's heartbeat (the epoch row)."""
+
+    def setUp(self):
+        super().setUp()
+        self.conf.set_override('enabled', True,
+                               group='cell0_rebuild_pending')
+        self.context = nova_context.get_admin_context()
+
+    def _check(self):
+        return status.UpgradeCommands()._check_pending()
+
+    def _beat(self, seconds_ago):
+        objects.PendingEpoch.take(
+            self.context, leader.NAME, 'host-a:12',
+            now=timeutils.utcnow() - datetime.timedelta(
+                seconds=seconds_ago))
+
+    def test_not_enabled_succeeds_without_a_dispatcher(self):
+        self.conf.set_override('enabled', False,
+                               group='cell0_rebuild_pending')
+        result = self._check()
+        self.assertEqual(Code.SUCCESS, result.code)
+        self.assertIn('not enabled', result.details)
+
+    def test_enabled_without_any_dispatcher_ever_warns(self):
+        result = self._check()
+        self.assertEqual(Code.WARNING, result.code)
+        self.assertIn('no nova-cell0-rebuild-pending has run',
+                      result.details)
+
+    def test_a_fresh_heartbeat_succeeds(self):
+        self._beat(leader.STALE_SECONDS - 5)
+        result = self._check()
+        self.assertEqual(Code.SUCCESS, result.code, result.details)
+        self.assertIn('on host-a:12 dispatches (epoch 1', result.details)
+
+    def test_a_heartbeat_older_than_ninety_seconds_warns(self):
+        self._beat(leader.STALE_SECONDS + 5)
+        result = self._check()
+        self.assertEqual(Code.WARNING, result.code)
+        self.assertIn('No nova-cell0-rebuild-pending dispatches: the last '
+                      'one (host-a:12, epoch 1) beat 95 seconds ago, more '
+                      'than 90.', result.details)
