@@ -113,14 +113,21 @@ class FairOrder(object):
 
     def __init__(self):
         self.waits = {}  # uuid: (project, queued_at, shape key)
+        self.project_of = {}  # uuid: project, kept once served
         self.served = {}  # project: serial of its latest dispatch
         self.serial = 0
 
     def add(self, uuid, project, queued_at, shape):
         self.waits[uuid] = (project, queued_at, shape)
+        self.project_of[uuid] = project
 
     def remove(self, uuid):
         self.waits.pop(uuid)
+
+    def shapes(self, excluded=()):
+        """How many shapes have a waiting server."""
+        return len({shape for uuid, (_p, _q, shape) in self.waits.items()
+                    if uuid not in excluded})
 
     def _serve(self, uuid, room, picks):
         project, _queued, shape = self.waits[uuid]
@@ -177,10 +184,12 @@ class PendingScaleTest(test_pending_dispatcher._PendingTestBase):
         self.free = collections.Counter()  # host: free VCPU
         self.filled = {}  # host: filler VCPU
         self.fillers = {}  # host: filler's consumer uuid
+        self.buried_again = []  # seeded servers placement refused
         self.rng = random.Random(27)
         self.counts = self._statements()
         self.statements = []  # per pass: {'ours': n, 'all': n}
-        self.timings = []  # per pass: seconds
+        self.timings = []  # per pass checked against the model: seconds
+        self.held_timings = []  # per pass held back: seconds
 
     def _count_placement_gets(self):
         """``GET /allocation_candidates`` as placement's handler sees them
@@ -346,6 +355,7 @@ class PendingScaleTest(test_pending_dispatcher._PendingTestBase):
                 self.model.remove(uuid)
             else:
                 signal = dispatcher_mod.BURIED
+                self.buried_again.append(uuid)
             self.assertEqual(signal, self.dispatcher.settle(
                 None, uuid, signal))
         self.assertEqual({}, self.dispatcher.in_flight)
@@ -363,8 +373,7 @@ class PendingScaleTest(test_pending_dispatcher._PendingTestBase):
         """
         expected = self.model.next_pass(room, first=first,
                                         excluded=excluded)
-        eligible = len(objects.cell0_wait_queue.eligible_shapes(
-            self.admin_context, now, PROJECTS))
+        eligible = self.model.shapes(excluded)
         del self.handler_gets[:]
         before = dict(self.counts)
         started = time.monotonic()
@@ -460,7 +469,14 @@ class PendingScaleTest(test_pending_dispatcher._PendingTestBase):
         # Slots of several shapes at once: projects take turns.
         report = self._event({2: 3, 3: 2, 5: 4}, room_of)
         self.assertEqual(9, len(report.dispatched))
-        for host in range(6, 10):
+        # Every project served once before any is served twice.
+        projects = [self.model.project_of[uuid]
+                    for uuid in report.dispatched]
+        turn = len(set(projects))
+        self.assertGreater(turn, 1)
+        self.assertEqual(turn, len(set(projects[:turn])), projects)
+        self.assertEqual([], self.buried_again)
+        for host in (6, 7):
             self.assertEqual(1, len(self._event({host: 1},
                                                 room_of).dispatched))
         self._no_starvation(big, big_shape, room_of)
@@ -492,7 +508,9 @@ class PendingScaleTest(test_pending_dispatcher._PendingTestBase):
             self._free(host, vcpu)
         self.now += datetime.timedelta(seconds=10)
         del self.handler_gets[:]
+        started = time.monotonic()
         report = self.dispatcher.run_pass(now=self.now)
+        self.held_timings.append(time.monotonic() - started)
         self.assertEqual((True, []), (report.held_back, report.dispatched))
         self.assertEqual(report.queries, len(self.handler_gets))
         return report
@@ -517,6 +535,11 @@ class PendingScaleTest(test_pending_dispatcher._PendingTestBase):
         self.assertEqual(big, report.dispatched[0])
         self._land(report.dispatched)
         self.assertIsNone(self._wait(big))
+        # The others of the pass were dispatched on placement's room per
+        # shape, which does not know that the large server takes the
+        # room of the small ones of its host: those are buried again
+        # (and back off), the large one landed first.
+        self.assertNotIn(big, self.buried_again)
         waited = self.now - (self.t0 - datetime.timedelta(minutes=59))
         self.assertLessEqual(waited.total_seconds(),
                              RESERVE_AFTER + RESERVE_FOR)
@@ -538,10 +561,14 @@ def _summary(test, started):
         'statements per pass (ours): at 100 buried %d, at 1,000 %d, '
         'min %d max %d\n'
         'statements per pass (every engine): at 100 %d, at 1,000 %d\n'
-        'pass seconds: median %.3f max %.3f\n'
+        'pass seconds: median %.3f max %.3f; %d passes held back for '
+        'the large server, %.1f s in all; small servers buried again at '
+        'its landing: %d\n'
         'setup seconds (to 100 buried): %.1f; seeding 900: %.1f; '
         'test seconds: %.1f\n' % (
             len(timings), ours[0], ours[1], min(ours), max(ours),
             every[0], every[1], timings[len(timings) // 2], timings[-1],
+            len(test.held_timings), sum(test.held_timings),
+            len(test.buried_again),
             test.timings_setup, test.timings_seed,
             time.monotonic() - started))
