@@ -27,12 +27,15 @@ through Nova's API would take many minutes):
   metadata, their waits opened by ``sweep_intake`` (their shape computed
   from Nova's request spec) and rebuilt through Nova by the dispatcher
   when a compute starts: the whole path, once per pass that picks them.
-* The other 997 are seeded: their cell0 instance and instance mapping
-  written as Nova writes a burial (``_bury_directly``, so the lock check
-  of a dispatch reads real rows), their waits and shapes through our
-  objects (``Cell0Wait.open``, ``Cell0WaitShape.ensure``,
-  ``set_shape``). Their shapes are placement queries of a custom trait
-  per host (``resources=VCPU:n&required=CUSTOM_SCALE_Hnn``) on 48
+* The other 997 are seeded: one buried server is written into cell0 and
+  the API database by Nova's objects (``_bury_directly``), the others'
+  rows (instance, extra, info cache, system metadata, fault, mapping)
+  copied from it under their own uuid and project, one multi-row INSERT
+  per table, so that the lock check of a dispatch reads real rows; their
+  waits and shapes are written through our objects (``Cell0Wait.open``,
+  ``Cell0WaitShape.ensure``, ``set_shape``). Their shapes are placement
+  queries of a custom trait per host
+  (``resources=VCPU:n&required=CUSTOM_SCALE_Hnn``) on 48
   resource providers written to the real placement fixture, full of
   "filler" allocations; an event frees VCPU by shrinking a filler. Their
   rebuild (``rebuild_as_admin``) is recorded instead of sent to Nova, and
@@ -555,7 +558,9 @@ class PendingScaleTest(test_pending_dispatcher._PendingTestBase):
         # The others of the pass were dispatched on placement's room per
         # shape, which does not know that the large server takes the
         # room of the small ones of its host: those are buried again
-        # (and back off), the large one landed first.
+        # (and back off), the large one landed first because this test
+        # lands them in the order dispatched; Nova's conductor handles
+        # the casts concurrently and does not promise that order.
         self.assertNotIn(big, self.buried_again)
         waited = self.now - (self.t0 - datetime.timedelta(minutes=59))
         self.assertLessEqual(waited.total_seconds(),
