@@ -121,8 +121,15 @@ class Leadership(object):
             self._refuse_if_another_copy_beats()
         elif not self._lock.acquire(blocking=False):
             return None
-        self.epoch = objects.PendingEpoch.take(self.context, NAME,
-                                               self.holder, now=self.clock())
+        try:
+            self.epoch = objects.PendingEpoch.take(
+                self.context, NAME, self.holder, now=self.clock())
+        except BaseException:
+            # Not leading: a lock kept here would answer False to this
+            # copy's next acquire, and to every other copy's, for ever.
+            if self._lock is not None:
+                self._lock.release()
+            raise
         LOG.info('This copy (%s) dispatches waits for room, epoch %d',
                  self.holder, self.epoch)
         return self.epoch

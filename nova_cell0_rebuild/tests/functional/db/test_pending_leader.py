@@ -22,9 +22,11 @@ import shutil
 import socket
 import subprocess
 import time
+from unittest import mock
 
 import fixtures
 from nova import context as nova_context
+from oslo_db import exception as db_exc
 from oslo_utils import timeutils
 import redis
 
@@ -103,6 +105,19 @@ class _LeaderTest(object):
         self.assertEqual(1, first.elect())
         self.assertEqual(1, objects.PendingEpoch.get(
             self.context, leader.NAME).epoch)
+
+    def test_a_database_error_while_taking_the_epoch_releases_the_lock(self):
+        # Elected by the lock while the database fails over: the copy does
+        # not lead, and the lock must not stay with it, or no copy (this
+        # one included) could ever be elected again.
+        first, second = self._copy('host-a:1'), self._copy('host-b:2')
+        with mock.patch.object(objects.PendingEpoch, 'take',
+                               side_effect=db_exc.DBConnectionError()):
+            self.assertRaises(db_exc.DBConnectionError, first.elect)
+        self.assertFalse(first.leading)
+        self.assertEqual(1, second.elect())
+        second.stop()
+        self.assertEqual(2, first.elect())
 
     def test_a_copy_that_stops_hands_over_with_a_new_epoch(self):
         first, second = self._copy('host-a:1'), self._copy('host-b:2')
