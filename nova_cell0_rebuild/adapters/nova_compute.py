@@ -108,6 +108,17 @@ def load_cell0_details(context, cell0, instance_uuid):
     return bdms, fault, create_request_id
 
 
+def is_rebuildable_burial(exception_name):
+    """Whether Nova buried a server for a failure gate ``fault`` lets
+    through, by the exception's name as its notifications give it
+    (``ExceptionPayload``: the class name, ``_Remote`` when it crossed
+    RPC).
+    """
+    return (exception_name in _OUTAGES or exception_name in frozenset(
+        failure.__name__ + suffix for failure in _SCHEDULING_FAILURES
+        for suffix in ('', '_Remote')))
+
+
 def is_outage(fault):
     """Whether a fault says a database or message bus outage buried it.
 

@@ -81,7 +81,8 @@ def open_wait(context, conf, instance, raw, buried_at, failure=None,
         context, instance.uuid, instance.project_id, instance.user_id,
         fields.WaitSource.METADATA, buried_at, resolved.deadline,
         reason_code=reason_code, last_reason=last_reason)
-    if failure is not None and failure not in burials.ANNOUNCED_FAILURES:
+    if failure is not None and not nova_compute.is_rebuildable_burial(
+            failure):
         wait.end(Reason.GATE_REFUSED, 'the server was buried for %s, not '
                  'for want of room' % failure, now=now)
         return wait

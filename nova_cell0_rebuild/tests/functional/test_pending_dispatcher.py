@@ -18,6 +18,7 @@ that appears. Placement is the real placement fixture; its ``GET
 /allocation_candidates`` are counted at Nova's report client.
 """
 
+import copy
 import datetime
 import time
 
@@ -200,6 +201,22 @@ class PendingDispatcherTest(_PendingTestBase):
              start['source'], start['attempts']))
         # A second notice of the same burial opens nothing more.
         self.assertIsNone(self.dispatcher.intake(None, burial['payload']))
+
+    def test_a_burial_by_a_database_outage_waits_too(self):
+        # Gate fault rebuilds it: its wait is not ended at intake.
+        server = self._bury(self.api_a, opt_in='90m')
+        burial = next(n for n in self.notifier.versioned_notifications
+                      if n['event_type'] == BURIAL and
+                      n['payload']['nova_object.data']['instance_uuid']
+                      == server['id'])
+        payload = copy.deepcopy(burial['payload'])
+        reason = payload['nova_object.data']['reason']['nova_object.data']
+        for name in ('DBConnectionError', 'MaxRetriesExceeded_Remote'):
+            reason['exception'] = name
+            wait = self.dispatcher.intake(None, payload)
+            self.assertEqual(('waiting', None), (wait.state,
+                                                 wait.reason_code), name)
+            wait.destroy()
 
     def test_a_gate_refusal_backs_off(self):
         server = self._bury(self.api_a)

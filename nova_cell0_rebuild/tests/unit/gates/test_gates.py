@@ -21,6 +21,7 @@ from nova import exception as nova_exception
 from nova import objects as nova_objects
 from oslo_utils import uuidutils
 
+from nova_cell0_rebuild.adapters import nova_compute
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild.gates import base
 from nova_cell0_rebuild.gates import fault
@@ -202,6 +203,16 @@ class TestFaultGate(GateTestCase):
                         'MessagingTimeout', 'DBConnectionError_Remote',
                         'DBDeadlock_Remote'):
             self.assertAllowed(self._server(fault_message=message))
+
+    def test_the_burials_a_wait_takes_in_are_those_it_lets_through(self):
+        # By the exception names of Nova's notifications.
+        for name in ('NoValidHost', 'NoValidHost_Remote',
+                     'MaxRetriesExceeded_Remote', 'DBConnectionError',
+                     'DBDeadlock_Remote', 'MessagingTimeout'):
+            self.assertTrue(nova_compute.is_rebuildable_burial(name), name)
+        for name in ('HostMappingNotFound', 'DBError', 'RemoteError', None,
+                     'NoValidHost_RemoteX'):
+            self.assertFalse(nova_compute.is_rebuildable_burial(name), name)
 
     def test_other_non_nova_exceptions_are_refused(self):
         for message in ('DBError', 'ValueError', 'RemoteError',
