@@ -47,6 +47,7 @@ from oslo_config import cfg
 from oslo_db import exception as db_exc
 from oslo_log import log as logging
 import oslo_messaging
+from oslo_messaging import opts as messaging_opts
 import sqlalchemy as sa
 from stevedore import exception as stevedore_exc
 from tooz import coordination
@@ -92,6 +93,10 @@ without a coordination URL), 2 a configuration file named on the command
 line is missing."""
 
 
+#: oslo.messaging's options of the notifications Nova sends.
+NOTIFICATIONS_GROUP = 'oslo_messaging_notifications'
+
+
 class _Unusable(Exception):
     """The configuration parses but the service cannot run with it."""
 
@@ -111,11 +116,29 @@ def check_ready(conf):
         return ('[notifications] notification_format is %s: Nova sends no '
                 'versioned notifications, set it to versioned or both for '
                 'every Nova service' % notification_format)
+    if not notification_drivers(conf):
+        return ('[oslo_messaging_notifications] driver is unset or noop: '
+                'Nova sends no notifications at all, set it to messagingv2 '
+                'for every Nova service')
     missing = startup.missing_option(conf, PROG,
                                      (('api_database', 'connection'),))
     if missing:
         return missing
     return migration.sync_needed()
+
+
+def notification_drivers(conf):
+    """The notification drivers Nova's services send through, noop left
+    out: none means Nova sends nothing and the service would hear nothing.
+
+    The options are oslo.messaging's; registered here too, as a command
+    line that never built a notifier has not.
+    """
+    for group, opts in messaging_opts.list_opts():
+        if group == NOTIFICATIONS_GROUP:
+            conf.register_opts(opts, group=group)
+    return [driver for driver in conf[NOTIFICATIONS_GROUP].driver
+            if driver != 'noop']
 
 
 def build_service(conf, context, holder=None):

@@ -81,6 +81,9 @@ class ReadinessTest(base.DBTestCase):
                                group='notifications')
         self.conf.set_override('connection', 'sqlite://',
                                group='api_database')
+        pending.notification_drivers(self.conf)
+        self.conf.set_override('driver', ['messagingv2'],
+                               group='oslo_messaging_notifications')
 
     def test_ready(self):
         self.assertIsNone(pending.check_ready(self.conf))
@@ -92,6 +95,14 @@ class ReadinessTest(base.DBTestCase):
         self.assertEqual("The plugin's tables do not exist. Run "
                          "nova-cell0-rebuild-manage db sync.",
                          pending.check_ready(self.conf))
+
+    def test_refuses_when_nova_sends_no_notifications(self):
+        # oslo.messaging's default: no driver, Nova's notifier is off.
+        for drivers in ([], ['noop']):
+            self.conf.set_override('driver', drivers,
+                                   group='oslo_messaging_notifications')
+            self.assertIn('[oslo_messaging_notifications] driver is unset '
+                          'or noop', pending.check_ready(self.conf))
 
     def test_refuses_without_versioned_notifications(self):
         for value in ('unversioned', 'both'):
