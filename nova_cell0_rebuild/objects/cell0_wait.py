@@ -216,6 +216,29 @@ class Cell0Wait(base.Cell0RebuildObject):
         raise exception.WaitContended(uuid=instance_uuid)
 
     @classmethod
+    def open_new(cls, context, instance_uuid, project_id, user_id, source,
+                 queued_at, deadline, reason_code=None, last_reason=None):
+        """Start the first wait of a server: insert only.
+
+        For the intake, which found no row: a row written since (a user's
+        ``DELETE .../wait``, which writes an ended row for a server not
+        yet taken in, or another intake) is the truth, and is never
+        restarted as :meth:`open` restarts an ended wait.
+
+        :returns: the Cell0Wait written, or None when a row exists.
+        """
+        opening = {'user_id': user_id, 'source': source,
+                   'deadline': _naive(deadline), 'reason_code': reason_code,
+                   'last_reason': last_reason,
+                   'instance_uuid': instance_uuid,
+                   'project_id': project_id, 'queued_at': queued_at}
+        cls._check(opening)
+        row = cls._insert(context, dict(opening,
+                                        queued_at=_naive(queued_at)))
+        return None if row is None else cls._from_db_object(
+            context, cls(), row)
+
+    @classmethod
     def cancel(cls, context, instance_uuid, project_id, user_id, queued_at,
                last_reason, now=None):
         """End a server's wait, or keep it from starting one.

@@ -63,7 +63,9 @@ def open_wait(context, conf, instance, raw, buried_at, failure=None,
     :param failure: the exception name Nova buried it for, when known:
         only NoValidHost waits; any other is recorded ended (the fault gate
         would refuse its rebuild).
-    :returns: the Cell0Wait, or None when the value cannot be read.
+    :returns: the Cell0Wait, or None when the value cannot be read or a
+        row was written since the caller found none (a user's cancel, say:
+        never restarted here).
     """
     options = conf.cell0_rebuild_pending
     try:
@@ -77,10 +79,12 @@ def open_wait(context, conf, instance, raw, buried_at, failure=None,
         reason_code = Reason.CLAMPED
         last_reason = ('the deadline %s was later than [cell0_rebuild_pending]'
                        ' max_wait_seconds allows: clamped' % raw)
-    wait = objects.Cell0Wait.open(
+    wait = objects.Cell0Wait.open_new(
         context, instance.uuid, instance.project_id, instance.user_id,
         fields.WaitSource.METADATA, buried_at, resolved.deadline,
         reason_code=reason_code, last_reason=last_reason)
+    if wait is None:
+        return None  # a row was written since it was looked for
     if failure is not None and not nova_compute.is_rebuildable_burial(
             failure):
         wait.end(Reason.GATE_REFUSED, 'the server was buried for %s, not '

@@ -241,6 +241,24 @@ class _CancelTest(_Base):
         self.assertEqual((wait.id, State.ENDED, 'cancelled'),
                          (stored.id, stored.state, stored.reason_code))
 
+    def test_the_intake_never_restarts_a_cancelled_wait(self):
+        # The intake found no row; the user's DELETE wrote its ended row
+        # before the intake's write: the cancel stands.
+        self._cancel()
+        self.assertIsNone(objects.Cell0Wait.open_new(
+            self.context, INSTANCE, 'project', 'user', 'metadata', _at(-1),
+            _at(6)))
+        self.assertEqual((State.ENDED, 'cancelled'),
+                         (self._get().state, self._get().reason_code))
+        # Without a row it inserts the wait, once among racers.
+        other = '7e4a2c1b-3d5f-4a6b-8c9d-0e1f2a3b4c5d'
+        outcomes = self._race(lambda i: objects.Cell0Wait.open_new(
+            self.context, other, 'project', 'user', 'metadata', _at(-1),
+            _at(6)))
+        self.assertEqual(1, len([o for o in outcomes if o is not None]),
+                         outcomes)
+        self.assertEqual(State.WAITING, self._get(other).state)
+
     def test_cancel_ends_a_wait_and_leaves_an_ended_one(self):
         self._open().dispatch('dispatcher-1', 60)
         wait = self._cancel()
