@@ -67,6 +67,14 @@ class AnotherCopyRuns(Exception):
     """Without a coordination URL, a second copy refuses to start."""
 
 
+class HeartbeatContended(Exception):
+    """The heartbeat was refused while the epoch still names this copy.
+
+    A write lost at each retry (Galera's certification, a lock wait
+    timeout), not a deposition: dispatch nothing now, beat again soon.
+    """
+
+
 class Leadership(object):
     """This copy's part in electing the dispatcher.
 
@@ -146,6 +154,11 @@ class Leadership(object):
         if objects.PendingEpoch.heartbeat(self.context, NAME, self.epoch,
                                           now=self.clock()):
             return True
+        current = objects.PendingEpoch.get(self.context, NAME)
+        if current is not None and current.epoch == self.epoch:
+            # Refused, not deposed (a node that has not applied a newer
+            # epoch reads this one too: the next heartbeat tells).
+            raise HeartbeatContended(self.epoch)
         LOG.warning('This copy (%s) was deposed: another copy took a newer '
                     'epoch than %d; it stops dispatching', self.holder,
                     self.epoch)

@@ -119,6 +119,19 @@ class _LeaderTest(object):
         second.stop()
         self.assertEqual(2, first.elect())
 
+    def test_a_refused_heartbeat_is_not_a_deposition(self):
+        # PendingEpoch.heartbeat answers False on a DBDeadlock left after
+        # its retries (Galera, a lock wait timeout): while the epoch still
+        # names this copy, it stays leader and dispatches nothing now.
+        first, second = self._copy('host-a:1'), self._copy('host-b:2')
+        self.assertEqual(1, first.elect())
+        with mock.patch.object(objects.PendingEpoch, 'heartbeat',
+                               return_value=False):
+            self.assertRaises(leader.HeartbeatContended, first.renew)
+        self.assertTrue(first.leading)
+        self.assertIsNone(second.elect())
+        self.assertTrue(first.renew())
+
     def test_a_copy_that_stops_hands_over_with_a_new_epoch(self):
         first, second = self._copy('host-a:1'), self._copy('host-b:2')
         first.elect()
