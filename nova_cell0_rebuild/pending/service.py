@@ -302,13 +302,23 @@ class PendingService(object):
                    'sweep_intake', 'refresh_shapes')
 
     def _sweep(self):
-        """Each step on its own: one failing does not skip the others."""
+        """Each step on its own: one failing does not skip the others.
+
+        The heartbeat is renewed between steps when due: on a large cloud
+        a sweep (pages of cell0, Neutron and Cyborg asked per shape) may
+        outlast :data:`leader.STALE_SECONDS`, after which the status
+        check warns and, without a coordination URL, a copy on another
+        host would take over a dispatcher that is alive.
+        """
         self.sweeps += 1
         for step in self.SWEEP_STEPS:
             try:
                 getattr(self.dispatcher, step)()
             except Exception:
                 LOG.exception('Pending sweep: %s failed', step)
+            now = self._clock()
+            if now >= self._next_beat and not self._beat(now):
+                return
         self._pass()
 
     # Life.

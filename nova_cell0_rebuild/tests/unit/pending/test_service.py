@@ -394,6 +394,28 @@ class TimersTest(_ServiceTest):
         service.tick()
         self.assertEqual(2, self.leadership.renewals)
 
+    def test_a_long_sweep_renews_the_heartbeat_between_its_steps(self):
+        service = self._service(start=False)
+        service.start()
+
+        def slow():
+            self.clock.advance(leader.HEARTBEAT_SECONDS + 1)
+        self.dispatcher.sweep_intake = slow
+        service.tick()
+        self.assertEqual(1, self.leadership.renewals)
+
+    def test_a_copy_deposed_during_a_sweep_stops_it(self):
+        service = self._service(start=False)
+        service.start()
+
+        def slow_and_deposed():
+            self.clock.advance(leader.HEARTBEAT_SECONDS + 1)
+            self.leadership.deposed = True
+        self.dispatcher.sweep_gone = slow_and_deposed
+        service.tick()
+        self.assertEqual(['settle_in_flight', 'settle_expired'],
+                         self.dispatcher.calls)
+
     def test_a_sweep_step_that_fails_does_not_skip_the_others(self):
         service = self._service(start=False)
 
