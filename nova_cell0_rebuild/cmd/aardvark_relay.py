@@ -37,13 +37,11 @@ from oslo_log import log as logging
 import oslo_messaging
 
 from nova_cell0_rebuild.adapters import nova_notifications
-from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild.cmd import startup
 from nova_cell0_rebuild import conf as plugin_conf
 from nova_cell0_rebuild.conf import cell0_rebuild_relay as relay_conf
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild import gates as gates_loader
-from nova_cell0_rebuild import objects
 from nova_cell0_rebuild.relay import burials
 from nova_cell0_rebuild.relay import ledger as relay_ledger
 from nova_cell0_rebuild.relay import listener
@@ -150,12 +148,9 @@ def main(argv=None):
     plugin_conf.register_opts(CONF)
     relay_conf.register_opts(CONF)
     try:
-        startup.parse_args(argv, PROG, set(), description=DESCRIPTION)
+        startup.start_service(argv, PROG, DESCRIPTION)
     except startup.ConfigurationError as exc:
         return _fail(USAGE if exc.missing else ERROR, exc)
-    logging.setup(CONF, 'nova')
-    nova_servers.register_nova_objects()
-    objects.register_all()
     try:
         relay = build_relay(CONF)
     except _Unusable as exc:

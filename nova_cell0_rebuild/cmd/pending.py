@@ -44,23 +44,19 @@ import sys
 import threading
 
 from oslo_config import cfg
-from oslo_db import exception as db_exc
 from oslo_log import log as logging
 import oslo_messaging
 from oslo_messaging import opts as messaging_opts
-import sqlalchemy as sa
 from stevedore import exception as stevedore_exc
 from tooz import coordination
 
 from nova_cell0_rebuild.adapters import nova_notifications
-from nova_cell0_rebuild.adapters import nova_servers
 from nova_cell0_rebuild.adapters import nova_service_context
 from nova_cell0_rebuild.cmd import startup
 from nova_cell0_rebuild import conf as plugin_conf
 from nova_cell0_rebuild.conf import cell0_rebuild_pending as pending_conf
 from nova_cell0_rebuild.db import migration
 from nova_cell0_rebuild import exception
-from nova_cell0_rebuild import objects
 from nova_cell0_rebuild.pending import dispatcher as dispatcher_mod
 from nova_cell0_rebuild.pending import leader
 from nova_cell0_rebuild.pending import service as service_mod
@@ -75,8 +71,6 @@ SUCCESS, ERROR, USAGE = 0, 1, 2
 
 VERSIONED_FORMATS = ('versioned', 'both')
 
-_DB_ERRORS = (db_exc.DBError, db_exc.CantStartEngineError,
-              sa.exc.SQLAlchemyError)
 #: A coordination URL whose election cannot be tried: unknown scheme
 #: (no tooz driver), backend unreachable, malformed.
 _ELECTION_ERRORS = (coordination.ToozError, stevedore_exc.NoMatches,
@@ -168,7 +162,8 @@ def build_service(conf, context, holder=None):
     try:
         leadership.start()
         service.start()
-    except (leader.AnotherCopyRuns,) + _ELECTION_ERRORS + _DB_ERRORS as exc:
+    except ((leader.AnotherCopyRuns,) + _ELECTION_ERRORS
+            + startup.DB_ERRORS) as exc:
         leadership.stop()
         transport.cleanup()
         raise _Unusable(_why_no_election(exc))
@@ -178,7 +173,7 @@ def build_service(conf, context, holder=None):
 def _why_no_election(exc):
     if isinstance(exc, leader.AnotherCopyRuns):
         return startup.one_line(exc)
-    if isinstance(exc, _DB_ERRORS):
+    if isinstance(exc, startup.DB_ERRORS):
         # The epoch row is read and taken at the first election.
         return "the dispatcher's epoch cannot be taken: %s" % (
             startup.one_line(exc))
@@ -218,17 +213,14 @@ def main(argv=None):
     argv = sys.argv if argv is None else argv
     plugin_conf.register_opts(CONF)
     try:
-        startup.parse_args(argv, PROG, set(), description=DESCRIPTION)
+        startup.start_service(argv, PROG, DESCRIPTION)
     except startup.ConfigurationError as exc:
         return _fail(USAGE if exc.missing else ERROR, exc)
-    logging.setup(CONF, 'nova')
-    nova_servers.register_nova_objects()
-    objects.register_all()
     try:
         not_ready = check_ready(CONF)
     except (cfg.ConfigFileValueError, cfg.ConfigSourceValueError) as exc:
         not_ready = startup.one_line(exc)
-    except _DB_ERRORS as exc:
+    except startup.DB_ERRORS as exc:
         not_ready = "the plugin's tables cannot be read: %s" % (
             startup.one_line(exc))
     if not_ready:

@@ -24,8 +24,13 @@ import io
 import sys
 
 from oslo_config import cfg
+from oslo_db import exception as db_exc
+from oslo_log import log as logging
+import sqlalchemy as sa
 
 from nova_cell0_rebuild.adapters import nova_config
+from nova_cell0_rebuild.adapters import nova_servers
+from nova_cell0_rebuild import objects
 from nova_cell0_rebuild import version
 
 #: Errors in the files themselves: each names the file.
@@ -131,6 +136,25 @@ def parse_args(argv, prog, commands, description=None):
         # oslo.config lets it through without saying which file it read.
         raise ConfigurationError('Failed to parse %s: not UTF-8 text (%s)' % (
             _file_being_read(exc) or 'a configuration file', exc.reason))
+
+
+#: What a database that cannot be reached or read raises: a command says
+#: so in one line (:func:`one_line`) instead of a traceback.
+DB_ERRORS = (db_exc.DBError, db_exc.CantStartEngineError,
+             sa.exc.SQLAlchemyError)
+
+
+def start_service(argv, prog, description):
+    """What a long-running command of ours does before its own start:
+    read Nova's configuration files, log as Nova's services do, register
+    Nova's objects and ours.
+
+    :raises: SystemExit and ConfigurationError, as :func:`parse_args`.
+    """
+    parse_args(argv, prog, set(), description=description)
+    logging.setup(cfg.CONF, 'nova')
+    nova_servers.register_nova_objects()
+    objects.register_all()
 
 
 def missing_option(conf, prog, options):

@@ -23,10 +23,8 @@ of nova-cell0-rebuild.
 import sys
 
 from oslo_config import cfg
-from oslo_db import exception as db_exc
 from oslo_upgradecheck import upgradecheck
 from oslo_utils import timeutils
-import sqlalchemy as sa
 
 from nova_cell0_rebuild._i18n import _
 from nova_cell0_rebuild.adapters import nova_cell0_listing
@@ -55,13 +53,6 @@ Result = upgradecheck.Result
 
 #: Transport URL schemes of RabbitMQ (oslo.messaging's rabbit driver).
 RABBIT_SCHEMES = ('rabbit', 'kombu')
-
-_DB_ERRORS = (db_exc.DBError, db_exc.CantStartEngineError,
-              sa.exc.SQLAlchemyError)
-
-
-def _one_line(exc):
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 class UpgradeCommands(upgradecheck.UpgradeCommands):
@@ -117,9 +108,10 @@ class UpgradeCommands(upgradecheck.UpgradeCommands):
             return Result(Code.FAILURE, missing)
         try:
             sync_needed = migration.sync_needed()
-        except _DB_ERRORS as exc:
+        except startup.DB_ERRORS as exc:
             return Result(Code.FAILURE, _(
-                "The plugin's tables cannot be read: %s") % _one_line(exc))
+                "The plugin's tables cannot be read: %s")
+                % startup.one_line(exc))
         if sync_needed:
             return Result(Code.FAILURE, sync_needed)
         return Result(Code.SUCCESS, _('At revision %s.')
@@ -132,7 +124,7 @@ class UpgradeCommands(upgradecheck.UpgradeCommands):
         except (exception.InvalidConfiguration, ValueError) as exc:
             return Result(Code.FAILURE, _(
                 '%s. nova-api will not load the filter.')
-                % _one_line(exc).rstrip('.?! '))
+                % startup.one_line(exc).rstrip('.?! '))
         if CONF.cell0_rebuild.min_microversion is None:
             return Result(Code.SUCCESS, _(
                 'Rebuilds from cell0 are handled from microversion %s, the '
@@ -148,7 +140,7 @@ class UpgradeCommands(upgradecheck.UpgradeCommands):
         except exception.InvalidConfiguration as exc:
             return Result(Code.FAILURE, _(
                 '%s. nova-api will not load the filter.')
-                % _one_line(exc).rstrip('.?! '))
+                % startup.one_line(exc).rstrip('.?! '))
         missing = [name for name in cell0_rebuild_conf.GATE_NAMES
                    if name not in chain.names]
         if missing:
@@ -196,9 +188,10 @@ class UpgradeCommands(upgradecheck.UpgradeCommands):
         except nova_cell0_listing.Cell0NotMapped:
             return Result(Code.FAILURE, _(
                 'cell0 is not mapped: run nova-manage cell_v2 map_cell0.'))
-        except _DB_ERRORS as exc:
+        except startup.DB_ERRORS as exc:
             return Result(Code.FAILURE, _(
-                'Servers in cell0 cannot be counted: %s') % _one_line(exc))
+                'Servers in cell0 cannot be counted: %s')
+                % startup.one_line(exc))
         if not count:
             return Result(Code.SUCCESS, _(
                 'Every server in cell0 has a create record.'))
@@ -286,10 +279,10 @@ class UpgradeCommands(upgradecheck.UpgradeCommands):
         try:
             epoch = objects.PendingEpoch.get(
                 nova_cell0_listing.admin_context(), leader.NAME)
-        except _DB_ERRORS as exc:
+        except startup.DB_ERRORS as exc:
             return Result(Code.FAILURE, _(
                 'The dispatcher\'s heartbeat cannot be read: %s')
-                % _one_line(exc))
+                % startup.one_line(exc))
         if epoch is None:
             return Result(Code.WARNING, _(
                 '[cell0_rebuild_pending] enabled is true, but no '
