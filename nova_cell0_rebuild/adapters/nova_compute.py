@@ -62,6 +62,11 @@ _OUTAGES = frozenset(name + suffix
                      for name in ('DBConnectionError', 'DBDeadlock',
                                   'MessagingTimeout')
                      for suffix in ('', '_Remote'))
+#: The exception names of every burial gate ``fault`` lets through, as
+#: Nova's notifications give them.
+_REBUILDABLE_BURIALS = _OUTAGES | frozenset(
+    failure.__name__ + suffix for failure in _SCHEDULING_FAILURES
+    for suffix in ('', '_Remote'))
 
 _COMPUTE_API = None
 
@@ -114,9 +119,7 @@ def is_rebuildable_burial(exception_name):
     (``ExceptionPayload``: the class name, ``_Remote`` when it crossed
     RPC).
     """
-    return (exception_name in _OUTAGES or exception_name in frozenset(
-        failure.__name__ + suffix for failure in _SCHEDULING_FAILURES
-        for suffix in ('', '_Remote')))
+    return exception_name in _REBUILDABLE_BURIALS
 
 
 def is_outage(fault):

@@ -199,11 +199,11 @@ class Cell0Wait(base.Cell0RebuildObject):
         for _round in range(OPEN_ROUNDS):
             wait = cls.get_by_instance_uuid(context, instance_uuid)
             if wait is None:
-                row = cls._insert(context, dict(
-                    opening, instance_uuid=instance_uuid,
-                    project_id=project_id, queued_at=_naive(queued_at)))
-                if row is not None:
-                    return cls._from_db_object(context, cls(), row)
+                new = cls.open_new(context, instance_uuid, project_id,
+                                   user_id, source, queued_at, deadline,
+                                   reason_code, last_reason)
+                if new is not None:
+                    return new
             elif wait.state == State.ENDED:
                 if wait._swap(dict(
                         opening, state=State.WAITING, ended_at=None,
