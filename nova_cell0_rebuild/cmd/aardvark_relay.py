@@ -27,9 +27,7 @@ configuration that cannot be used (one line on stderr); 2 a configuration
 file named on the command line is missing.
 """
 
-import signal
 import sys
-import threading
 
 from nova import context as nova_context
 from oslo_config import cfg
@@ -126,14 +124,7 @@ def build_relay(conf, context_factory=None):
 
 def run_until_signalled(relay, stopping=None):
     """Start the relay; stop it on SIGTERM or SIGINT (or *stopping* set)."""
-    stopping = stopping or threading.Event()
-
-    def _stop(signum, _frame):
-        LOG.info('Signal %s received: stopping', signum)
-        stopping.set()
-
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, _stop)
+    stopping = startup.stop_on_signals(stopping)
     relay.start()
     LOG.info('%s started', PROG)
     # A timeout, so that the main thread runs the signal handlers.

@@ -39,7 +39,6 @@ command line is missing.
 """
 
 import os
-import signal
 import sys
 import threading
 
@@ -187,14 +186,7 @@ def run_until_signalled(service, stopping=None):
     :returns: SUCCESS when stopped by a signal, ERROR when the worker
         ended by itself (deposed without a coordination URL).
     """
-    stopping = stopping or threading.Event()
-
-    def _stop(signum, _frame):
-        LOG.info('Signal %s received: stopping', signum)
-        stopping.set()
-
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, _stop)
+    stopping = startup.stop_on_signals(stopping)
     worker = threading.Thread(target=service.run, name='pending-worker')
     worker.start()
     LOG.info('%s started', PROG)

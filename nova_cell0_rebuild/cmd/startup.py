@@ -21,7 +21,9 @@ line naming the file, not oslo.config's traceback.
 
 import contextlib
 import io
+import signal
 import sys
+import threading
 
 from oslo_config import cfg
 from oslo_db import exception as db_exc
@@ -39,6 +41,8 @@ _FILE_ERRORS = (cfg.ConfigFileParseError, cfg.ConfigFilesPermissionDeniedError,
 #: Files or directories named on the command line that do not exist.
 _MISSING = (cfg.ConfigFilesNotFoundError, cfg.ConfigDirNotFoundError)
 
+
+LOG = logging.getLogger(__name__)
 
 #: Where oslo.config looks for ``nova.conf`` and ``<prog>.conf`` when no
 #: ``--config-file`` is given (as cfg.find_config_files documents it).
@@ -155,6 +159,23 @@ def start_service(argv, prog, description):
     logging.setup(cfg.CONF, 'nova')
     nova_servers.register_nova_objects()
     objects.register_all()
+
+
+def stop_on_signals(stopping=None):
+    """Set *stopping* (a new Event if None) on SIGTERM or SIGINT.
+
+    :returns: the event, which a service's main thread waits on with a
+        timeout, so that it runs the signal handlers.
+    """
+    stopping = stopping or threading.Event()
+
+    def _stop(signum, _frame):
+        LOG.info('Signal %s received: stopping', signum)
+        stopping.set()
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, _stop)
+    return stopping
 
 
 def missing_option(conf, prog, options):
