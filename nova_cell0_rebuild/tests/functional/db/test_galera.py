@@ -132,20 +132,29 @@ class GaleraTestCase(quiet_output.CappedDetails, oslo_base.BaseTestCase):
         self._await_schema()
 
     def _await_schema(self):
-        """Wait until every node has the tables the migrations made.
+        """Wait until every node has the tables and columns migrations made.
 
         Galera runs DDL in total order, but a node applies it when its
         turn comes: under load the second node answered "table doesn't
-        exist" (ProgrammingError) to the first rounds of a race.
+        exist" to the first rounds of a race, and once the tables were
+        there, "unknown column" for a column a later migration added.
         """
         engines = [facade.writer.get_engine() for facade in self.db.facades]
-        tables = set(sa.inspect(engines[0]).get_table_names())
+        schema = self._schema(engines[0])
         deadline = time.monotonic() + 60
         for engine in engines[1:]:
-            while not tables <= set(sa.inspect(engine).get_table_names()):
+            while self._schema(engine) != schema:
                 self.assertLess(time.monotonic(), deadline,
-                                'a node never had the tables %s' % tables)
+                                'a node never had the schema %s' % schema)
                 time.sleep(0.1)
+
+    @staticmethod
+    def _schema(engine):
+        """{table: column names} of *engine*'s node, read afresh."""
+        inspector = sa.inspect(engine)
+        return {table: sorted(column['name']
+                              for column in inspector.get_columns(table))
+                for table in inspector.get_table_names()}
 
     def _unavailable(self, why):
         if base.REQUIRE_DBS:
