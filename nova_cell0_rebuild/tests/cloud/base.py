@@ -22,6 +22,9 @@ from nova_cell0_rebuild.tests.cloud import clients
 #: Two computes of 8 GiB, flavors of 3 GiB: two servers on each.
 SLOTS = 4
 PROJECT_CLOUDS = ('demo-member', 'other-member')
+#: The topics of Nova's RPC servers: each has a queue of its own
+#: (``conductor``) and one per host (``conductor.<host>``).
+RPC_TOPICS = ('conductor', 'scheduler', 'compute')
 
 
 class CloudTestCase(testtools.TestCase):
@@ -77,10 +80,33 @@ class CloudTestCase(testtools.TestCase):
                     server.get('OS-EXT-STS:task_state') is None):
                 return server
             if time.monotonic() > deadline:
-                self.fail('%s is %s (task %s), not %s, after %ss' % (
-                    uuid, server['status'],
-                    server.get('OS-EXT-STS:task_state'), wanted, timeout))
+                self.fail('%s is %s (task %s, fault %s), not %s, after %ss'
+                          % (uuid, server['status'],
+                             server.get('OS-EXT-STS:task_state'),
+                             server.get('fault'), wanted, timeout))
             time.sleep(0.5)
+
+    def wait_for_rpc_servers(self, timeout=120):
+        """Until each of Nova's RPC servers consumes its queues again.
+
+        After RabbitMQ restarts, each service reconnects after its own
+        back-off, which grows to 30 s ([oslo_messaging_rabbit]
+        rabbit_interval_max). A test that restarts RabbitMQ waits for them
+        in its clean-up, so that the next test does not build on a cloud
+        whose compute or scheduler is still away.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            idle = sorted(name for name, (consumers, _) in
+                          self.cloud.queues().items()
+                          if name.split('.')[0] in RPC_TOPICS
+                          and not consumers)
+            if not idle:
+                return
+            if time.monotonic() > deadline:
+                self.fail('no consumer on %s %ss after RabbitMQ was back'
+                          % (', '.join(idle), timeout))
+            time.sleep(1)
 
     def fill(self, count=SLOTS):
         """Fill the computes with pre-emptible servers (one multi-create)."""

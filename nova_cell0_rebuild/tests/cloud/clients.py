@@ -27,6 +27,7 @@ import time
 import openstack
 
 MICROVERSION = '2.104'
+RABBITMQCTL = '/usr/lib/rabbitmq/bin/rabbitmqctl'
 SOURCE_TREE = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.dirname(os.path.abspath(__file__)))))
 
@@ -168,6 +169,26 @@ class Cloud(object):
             host='127.0.0.1', port=self.description['ports']['mariadb'],
             user='cloud', password=self.description['password'],
             database=name, autocommit=True)
+
+    # -- RabbitMQ ------------------------------------------------------
+
+    def rabbitmqctl(self, *args):
+        rabbitmq = self.description['rabbitmq']
+        env = dict(os.environ, **rabbitmq['env'])
+        return subprocess.run(
+            [RABBITMQCTL, '-n', rabbitmq['nodename']] + list(args),
+            capture_output=True, text=True, env=env, timeout=60)
+
+    def queues(self):
+        """{queue name: (consumers, messages)}."""
+        done = self.rabbitmqctl('list_queues', '-q', '--no-table-headers',
+                                'name', 'consumers', 'messages')
+        found = {}
+        for line in done.stdout.splitlines():
+            fields = line.split()
+            if len(fields) == 3 and fields[1].isdigit():
+                found[fields[0]] = (int(fields[1]), int(fields[2]))
+        return found
 
     # -- the operator's console scripts ---------------------------------
 

@@ -35,7 +35,6 @@ TOPIC = 'cell0_rebuild_aardvark'
 #: The relay's [cell0_rebuild_relay] listener_pool (its queue's name).
 RELAY_POOL = 'nova-cell0-rebuild-aardvark-relay'
 RELAY = 'aardvark-relay'
-RABBITMQCTL = '/usr/lib/rabbitmq/bin/rabbitmqctl'
 
 
 def _minicloud_module(name):
@@ -176,22 +175,11 @@ class StockAardvark(object):
     # -- RabbitMQ ------------------------------------------------------------
 
     def _rabbitmqctl(self, *args):
-        rabbitmq = self.description['rabbitmq']
-        env = dict(os.environ, **rabbitmq['env'])
-        return subprocess.run(
-            [RABBITMQCTL, '-n', rabbitmq['nodename']] + list(args),
-            capture_output=True, text=True, env=env, timeout=60)
+        return self.cloud.rabbitmqctl(*args)
 
     def queues(self):
         """{queue name: (consumers, messages)}."""
-        done = self._rabbitmqctl('list_queues', '-q', '--no-table-headers',
-                                 'name', 'consumers', 'messages')
-        found = {}
-        for line in done.stdout.splitlines():
-            fields = line.split()
-            if len(fields) == 3 and fields[1].isdigit():
-                found[fields[0]] = (int(fields[1]), int(fields[2]))
-        return found
+        return self.cloud.queues()
 
     def delete_queues(self, *names):
         existing = self.queues()
