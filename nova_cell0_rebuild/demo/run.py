@@ -38,6 +38,7 @@ from nova_cell0_rebuild.demo import reaper
 from nova_cell0_rebuild.demo import sandbox
 from nova_cell0_rebuild.demo import scenario
 from nova_cell0_rebuild.demo import state
+from nova_cell0_rebuild.demo import waiting
 from nova_cell0_rebuild import exception
 
 CONF = cfg.CONF
@@ -85,12 +86,34 @@ def play(nova, endpoint, transport, timeline):
                  '%s' % (reaper.BUILD_ERROR, ', '.join(topics),
                          ', '.join(sorted(reaper.PREEMPTIBLE_PROJECTS))))
     try:
-        return scenario.PreemptibleScenario(
+        steps = scenario.PreemptibleScenario(
             endpoint, nova, the_reaper, microversion, timeline.say).run()
     finally:
         listener.stop()
         listener.wait()
         timeline.say('reaper', 'stopped')
+    if all(step.ok for step in steps):
+        steps += wait_for_room(nova, endpoint, microversion, timeline)
+    return steps
+
+
+def wait_for_room(nova, endpoint, microversion, timeline):
+    """The automatic path: the pending service, no reaper."""
+    pending = waiting.PendingService(CONF)
+    timeline.say('pending', 'nova-cell0-rebuild-pending started (%s): '
+                 'listening for room freed on %s; projects that may wait: '
+                 '%s' % ('dispatching' if pending.service.leading
+                         else 'standing by',
+                         ', '.join(CONF.notifications
+                                   .versioned_notifications_topics),
+                         ', '.join(CONF.cell0_rebuild_pending.projects)))
+    try:
+        return waiting.WaitingScenario(
+            endpoint, nova, clients.placement(*nova.placement_endpoint()),
+            microversion, timeline.say).run()
+    finally:
+        pending.stop()
+        timeline.say('pending', 'stopped')
 
 
 def _interrupt(signum, frame):

@@ -74,18 +74,30 @@ class DemoTest(testtools.TestCase):
              'the rebuilt server is ACTIVE in a real cell',
              'it keeps its UUID',
              'a create with personality files while full is buried',
-             'its rebuild from cell0 is refused'],
+             'its rebuild from cell0 is refused',
+             'the pre-emptible project fills the compute again',
+             'a science create with cell0_rebuild:wait=1h while full',
+             'the pending service rebuilds it by itself',
+             'it keeps its UUID',
+             'the science project deletes sci-1'],
             [row['step'] for row in rows[1:]], output)
         self.assertEqual({'ok'}, {row['ok'] for row in rows[1:]}, output)
-        uuids = UUID_ROW.search(output)
-        self.assertIsNotNone(uuids, output)
-        self.assertEqual(uuids.group('before'), uuids.group('after'))
+        uuids = UUID_ROW.findall(output)
+        self.assertEqual(2, len(uuids), output)
+        for before, after in uuids:
+            self.assertEqual(before, after)
         # The timeline tells the story with the reaper's own requests.
         self.assertIn('got compute_task.build_instances.error', output)
         self.assertIn('{"rebuild": {"imageRef": ', output)
         self.assertIn('-> 202 Accepted', output)
         self.assertIn('-> 409 Conflict', output)
         self.assertIn('was created with personality files', output)
+        # Then the automatic path: no reaper, nobody asks for the rebuild.
+        automatic = output[output.index('reaper       stopped'):]
+        self.assertIn('nova-cell0-rebuild-pending started (dispatching)',
+                      automatic)
+        self.assertIn('nobody asks for a rebuild', automatic)
+        self.assertNotIn('POST /servers/', automatic)
 
     def test_a_failure_is_one_line_and_nova_stops(self):
         log_file = '/nonexistent/dir/nova-cell0-rebuild-demo.log'
