@@ -13,6 +13,7 @@
 """What every scenario test does: a full cloud, a buried server, room."""
 
 import base64
+import datetime
 import time
 
 import testtools
@@ -86,27 +87,51 @@ class CloudTestCase(testtools.TestCase):
                              server.get('fault'), wanted, timeout))
             time.sleep(0.5)
 
-    def wait_for_rpc_servers(self, timeout=120):
-        """Until each of Nova's RPC servers consumes its queues again.
+    def wait_for_nova_after_rabbitmq(self, timeout=180):
+        """Until Nova's services work again after RabbitMQ restarted.
 
-        After RabbitMQ restarts, each service reconnects after its own
-        back-off, which grows to 30 s ([oslo_messaging_rabbit]
-        rabbit_interval_max). A test that restarts RabbitMQ waits for them
-        in its clean-up, so that the next test does not build on a cloud
-        whose compute or scheduler is still away.
+        Each service reconnects after its own back-off, which grows to
+        30 s ([oslo_messaging_rabbit] rabbit_interval_max). And a compute
+        whose state report (an RPC call to the conductor) was in flight
+        when RabbitMQ went away waits for the lost reply until
+        rpc_response_timeout (60 s): by then its last report is older
+        than service_down_time (60 s), and the scheduler's ComputeFilter
+        leaves it out ("has not been heard from in a while"). Measured:
+        the next test's create buried for NoValidHost.
+
+        So: every queue of Nova's RPC servers has a consumer again, and
+        every nova-compute has reported its state since this was called.
         """
+        since = datetime.datetime.now(datetime.timezone.utc).replace(
+            tzinfo=None)
         deadline = time.monotonic() + timeout
         while True:
-            idle = sorted(name for name, (consumers, _) in
-                          self.cloud.queues().items()
-                          if name.split('.')[0] in RPC_TOPICS
-                          and not consumers)
-            if not idle:
+            late = self._rpc_queues_idle() + self._computes_not_heard_since(
+                since)
+            if not late:
                 return
             if time.monotonic() > deadline:
-                self.fail('no consumer on %s %ss after RabbitMQ was back'
-                          % (', '.join(idle), timeout))
+                self.fail('%ss after RabbitMQ was back, still: %s'
+                          % (timeout, ', '.join(late)))
             time.sleep(1)
+
+    def _rpc_queues_idle(self):
+        return sorted('no consumer on queue %s' % name
+                      for name, (consumers, _) in self.cloud.queues().items()
+                      if name.split('.')[0] in RPC_TOPICS and not consumers)
+
+    def _computes_not_heard_since(self, since):
+        status, answer, _ = self.cloud.compute('admin', 'GET',
+                                               '/os-services')
+        self.assertEqual(200, status, answer)
+        return sorted(
+            '%s last reported at %s' % (service['host'],
+                                        service['updated_at'])
+            for service in answer['services']
+            if service['binary'] == 'nova-compute' and (
+                not service['updated_at'] or datetime.datetime.strptime(
+                    service['updated_at'][:19], '%Y-%m-%dT%H:%M:%S')
+                <= since))
 
     def fill(self, count=SLOTS):
         """Fill the computes with pre-emptible servers (one multi-create)."""

@@ -97,7 +97,7 @@ class FaultsTest(base.CloudTestCase):
         self.assert_one_allocation(uuid)
 
     def test_rabbitmq_restarted_during_a_rebuild(self):
-        self.addCleanup(self.wait_for_rpc_servers)
+        self.addCleanup(self.wait_for_nova_after_rabbitmq)
         uuid, preemptibles = self.full_cloud_with_a_buried_server()
         self._room_for(preemptibles)
         self._warm('nova-api-1')
@@ -138,7 +138,7 @@ class FaultsTest(base.CloudTestCase):
         # dropped the cast, the server would stay a BuildRequest for ever.
         # The conductor's queue is a quorum queue (configs.nova_conf), whose
         # messages are written to disk: the cast must survive.
-        self.addCleanup(self.wait_for_rpc_servers)
+        self.addCleanup(self.wait_for_nova_after_rabbitmq)
         uuid, preemptibles = self.full_cloud_with_a_buried_server()
         self._room_for(preemptibles)
         self._warm('nova-api-1')
