@@ -192,6 +192,22 @@ class Dispatcher(settle.Settling):
             return None
         return intakes.intake(context, self.conf, payload, now=now)
 
+    def shape_opened(self, context, uuid, now=None):
+        """A wait just opened (``cell0_rebuild.wait.start``): compute its
+        request shape now, which ``PUT .../wait`` leaves to the service,
+        so that the pass this asks for can dispatch it; not at the next
+        sweep, minutes later, with room freed meanwhile gone to others.
+
+        :returns: its shape key, or None (no wait waiting without one, or
+            no candidate possible: the reason is noted).
+        """
+        context = context or self.context
+        wait = objects.Cell0Wait.get_by_instance_uuid(context, uuid)
+        if (wait is None or wait.state != fields.WaitState.WAITING
+                or wait.shape_key is not None):
+            return None
+        return intakes.compute_shape(context, wait, now=_naive_now(now))
+
     def sweep_intake(self, context=None, now=None):
         """Open the waits whose burial notification was missed."""
         return intakes.sweep_intake(context or self.context, self.conf,
@@ -243,7 +259,8 @@ class Dispatcher(settle.Settling):
             context, now, sorted(set(fits) - set(fitting)), projects))
         plan = order.plan(waits, fits, self._in_flight_by_shape(),
                           len(self.in_flight), self.last_served,
-                          self.reservation, now, self._settings())
+                          self.reservation, now, self._settings(),
+                          holder_in_flight=self.holder_in_flight)
         self.reservation = plan.reservation
         self.last_served = dict(plan.last_served)
         report.held_back = plan.held_back
@@ -261,6 +278,14 @@ class Dispatcher(settle.Settling):
                  ' (held back for %s)' % plan.reservation.holder
                  if plan.held_back else '')
         return report
+
+    @property
+    def holder_in_flight(self):
+        """Whether the reservation's holder was dispatched and has not
+        settled: passes send nothing until it does (``order.plan``).
+        """
+        holder = self.reservation.holder
+        return holder is not None and holder in self.in_flight
 
     def _still_acting(self):
         """Whether this copy still leads (the fence): a deposed copy's

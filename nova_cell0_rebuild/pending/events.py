@@ -51,7 +51,12 @@ FREED_LATE = ('instance.resize_confirm.end',
               'service.create')
 SERVICE_EVENTS = ('service.update', 'service.create')
 COMPUTE_BINARY = 'nova-compute'
-EVENT_TYPES = FREED + FREED_LATE + (BURIAL, CREATE_START)
+#: Ours: a wait opened, by ``PUT .../wait`` in nova-api or by the intake.
+#: The API stores it without its request shape (computing one calls
+#: Neutron and Cyborg): the service computes it at once, not at its next
+#: sweep, and a pass looks for room.
+WAIT_START = 'cell0_rebuild.wait.start'
+EVENT_TYPES = FREED + FREED_LATE + (BURIAL, CREATE_START, WAIT_START)
 
 
 class Hint(object):
@@ -60,19 +65,21 @@ class Hint(object):
     :ivar freed: None, or 'now' / 'late' (room freed; see module doc).
     :ivar burial: the ComputeTaskPayload primitive for the intake, or None.
     :ivar settle: (instance uuid, settle signal) or None.
+    :ivar opened: the instance uuid of a wait just opened, or None.
     """
 
-    def __init__(self, freed=None, burial=None, settle=None):
+    def __init__(self, freed=None, burial=None, settle=None, opened=None):
         self.freed = freed
         self.burial = burial
         self.settle = settle
+        self.opened = opened
 
     def __bool__(self):
-        return bool(self.freed or self.burial or self.settle)
+        return bool(self.freed or self.burial or self.settle or self.opened)
 
     def __repr__(self):
-        return 'Hint(freed=%r, burial=%r, settle=%r)' % (
-            self.freed, self.burial is not None, self.settle)
+        return 'Hint(freed=%r, burial=%r, settle=%r, opened=%r)' % (
+            self.freed, self.burial is not None, self.settle, self.opened)
 
 
 def _data(payload):
@@ -100,6 +107,8 @@ def read(event_type, payload, in_flight=()):
     data = _data(payload)
     if event_type == BURIAL:
         return Hint(burial=payload)
+    if event_type == WAIT_START:
+        return Hint(opened=data.get('instance_uuid'))
     uuid = data.get('uuid')
     if event_type == CREATE_START:
         return Hint(settle=(uuid, settle.CREATED)

@@ -33,8 +33,10 @@ The rule, as a user page may state it:
 * A server that waited longer than ``reserve_after_seconds`` and does
   not fit while others do (the oldest such) reserves: passes rebuild
   nothing, so freed capacity accumulates for it, until it fits (it is
-  then rebuilt first, the others after it in the same pass), it stops
-  waiting, or ``reserve_for_seconds`` passed. A reservation is followed
+  then rebuilt alone, and passes still rebuild nothing until it settles:
+  Nova places each rebuild on its own, in any order, so another one sent
+  beside it could take its room), it stops waiting, or
+  ``reserve_for_seconds`` passed. A reservation is followed
   by a cool-down as long as it lasted, during which nobody reserves:
   reservations never take more than half the time.
 """
@@ -229,7 +231,7 @@ def room_by_shape(fits, in_flight_by_shape):
 
 
 def plan(eligible_waits, fits, in_flight_by_shape, in_flight_total,
-         last_served, reservation, now, settings):
+         last_served, reservation, now, settings, holder_in_flight=False):
     """One pass of the fair order (module docstring, spec "Fair order").
 
     :param eligible_waits: Waiting values already filtered by
@@ -244,6 +246,9 @@ def plan(eligible_waits, fits, in_flight_by_shape, in_flight_total,
     :param in_flight_total: all our unsettled rebuilds.
     :param last_served: project id to serial, from the previous Plan.
     :param reservation: the previous Plan's :class:`Reservation`.
+    :param holder_in_flight: the reservation's holder was dispatched and
+        has not settled: the reservation holds, and passes send nothing,
+        until it does.
     :returns: a :class:`Plan`.
     """
     waits = _oldest_first(eligible_waits)
@@ -251,26 +256,27 @@ def plan(eligible_waits, fits, in_flight_by_shape, in_flight_total,
     slots = max(0, settings.max_in_flight - in_flight_total)
     served = dict(last_served)
     serials = itertools.count(max(served.values(), default=0) + 1)
-    reservation = _expire(reservation, waits, now, settings)
+    reservation = _expire(reservation, waits, now, settings,
+                          holder_in_flight)
     if reservation.holder is None:
         starving = _starving(waits, room, reservation, now, settings)
         if starving is not None and slots > 0 and any(
                 room.get(w.shape_key, 0) > 0 for w in waits):
             return Plan((), Reservation(starving.uuid, now), served,
                         held_back=True)
-    dispatch = []
     if reservation.holder is not None:
+        if holder_in_flight:
+            return Plan((), reservation, served, held_back=True)
         holder = next(w for w in waits if w.uuid == reservation.holder)
         if room.get(holder.shape_key, 0) < 1:
             return Plan((), reservation, served, held_back=True)
         if slots > 0:
-            dispatch.append(holder.uuid)
-            room[holder.shape_key] -= 1
+            # Alone, and held until it settles: Nova places each hand-off
+            # on its own, in any order, so a server dispatched beside it,
+            # or in a pass before its claim, could take its room.
             served[holder.project_id] = next(serials)
-            reservation = _end(reservation, now)
-            waits = [w for w in waits if w.uuid != holder.uuid]
-    dispatch.extend(_round_robin(waits, room, slots - len(dispatch),
-                                 served, serials))
+            return Plan((holder.uuid,), reservation, served)
+    dispatch = _round_robin(waits, room, slots, served, serials)
     return Plan(tuple(dispatch), reservation, served)
 
 
@@ -298,7 +304,7 @@ def _end(reservation, at):
     return Reservation(cool_down_until=at + (at - reservation.started_at))
 
 
-def _expire(reservation, waits, now, settings):
+def _expire(reservation, waits, now, settings, holder_in_flight=False):
     """End a held reservation that ran out or whose holder stopped waiting.
 
     One that ran out ends at its expiry, not at ``now``: passes may be far
@@ -310,7 +316,8 @@ def _expire(reservation, waits, now, settings):
         seconds=settings.reserve_for_seconds)
     if now >= expiry:
         return _end(reservation, expiry)
-    if reservation.holder not in {w.uuid for w in waits}:
+    if not holder_in_flight and reservation.holder not in {
+            w.uuid for w in waits}:
         return _end(reservation, now)
     return reservation
 

@@ -148,9 +148,10 @@ class PendingService(object):
             return  # handed in while the listener stopped
         now = self._clock()
         with self._lock:
-            if hint.burial is not None or hint.settle is not None:
+            if (hint.burial is not None or hint.settle is not None
+                    or hint.opened is not None):
                 self._inbox.append(hint)
-            if hint.freed:
+            if hint.freed or hint.opened:
                 self._schedule.request(now + self.options.event_delay_seconds)
             if hint.freed == 'late':
                 self._schedule.request(
@@ -270,9 +271,23 @@ class PendingService(object):
                 if hint.burial is not None:
                     self.dispatcher.intake(None, hint.burial)
                 if hint.settle is not None:
-                    self.dispatcher.settle(None, *hint.settle)
+                    self._settle(*hint.settle)
+                if hint.opened is not None:
+                    self.dispatcher.shape_opened(None, hint.opened)
             except Exception:
                 LOG.exception('%r not handled: left to the sweep', hint)
+
+    def _settle(self, uuid, signal):
+        """Settle a server we dispatched; if it held the reservation,
+        the passes held back for it may go on: one is due now.
+        """
+        held_for_it = (self.dispatcher.holder_in_flight
+                       and self.dispatcher.reservation.holder == uuid)
+        self.dispatcher.settle(None, uuid, signal)
+        if held_for_it:
+            with self._lock:
+                self._schedule.request(
+                    self._clock() + self.options.event_delay_seconds)
 
     def _pass(self):
         """One pass; placement away: try again after a back-off."""

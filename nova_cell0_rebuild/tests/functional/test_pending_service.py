@@ -111,3 +111,38 @@ class PendingServiceTest(test_pending_dispatcher._PendingTestBase):
         self.assertEqual((waiter['id'], 'rebuilt'),
                          (end['instance_uuid'], end['reason']))
         self.assertEqual(2, self.service.passes)
+
+    def test_a_wait_opened_through_the_api_is_served_without_a_sweep(self):
+        # Found by the bench's B6: PUT .../wait stored the wait without its
+        # request shape, which only the sweep computed (every 300 s by
+        # default): room freed meanwhile went to nobody.
+        self._start_compute('host1')
+        filler = self._wait_for_state_change(self.api_b.post_server(
+            {'server': self._build_server(
+                image_uuid=self.image_id, flavor_id='pair',
+                networks='none')}), 'ACTIVE')
+        server = self._bury(self.api_a, opt_in=None)
+        self.service.start()
+        self._deliver()
+        self._tick_after(0)  # the new dispatcher's sweep
+        self.assertIsNone(self._wait(server['id']))
+        resp = self.api_a.api_put(
+            '/os-cell0-rebuild/servers/%s/wait' % server['id'],
+            {'wait': {'deadline': '2h'}}, check_response_status=False)
+        self.assertEqual(200, resp.status, resp.body)
+        self._ours('cell0_rebuild.wait.start')  # sent
+        self._deliver()
+        self._tick_after(CONF.cell0_rebuild_pending.event_delay_seconds)
+        wait = self._wait(server['id'])
+        self.assertIsNotNone(wait.shape_key)
+        self.assertEqual(('waiting', 'no_candidate'),
+                         (wait.state, wait.reason_code))
+
+        self.api_b.delete_server(filler['id'])
+        self.notifier.wait_for_versioned_notifications('instance.delete.end')
+        self.assertEqual({}, self._allocations(filler['id']))
+        self._deliver()
+        self._tick_after(CONF.cell0_rebuild_pending.event_delay_seconds)
+        active = self._wait_for_state_change(server, 'ACTIVE')
+        self.assertEqual(server['id'], active['id'])
+        self.assertEqual(1, len(self._allocations(server['id'])))

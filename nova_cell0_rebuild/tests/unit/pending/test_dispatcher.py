@@ -169,11 +169,20 @@ class DispatcherTest(base.DBTestCase):
         report = self.dispatcher.run_pass(now=NOW)
         self.assertEqual(([], True), (report.dispatched, report.held_back))
         self.assertEqual(big, self.dispatcher.reservation.holder)
-        # Once the big one fits it goes first, and the reservation ends.
+        # Once the big one fits it goes alone; passes wait for it to
+        # settle (Nova may place the small one first otherwise).
         self.candidates.side_effect = None
         self.candidates.return_value = nova_placement.Candidates(True, 2, '')
         report = self.dispatcher.run_pass(now=NOW)
-        self.assertEqual([big, small], report.dispatched)
+        self.assertEqual([big], report.dispatched)
+        self.assertTrue(self.dispatcher.holder_in_flight)
+        report = self.dispatcher.run_pass(now=NOW)
+        self.assertEqual(([], True), (report.dispatched, report.held_back))
+        # Settled (placed): the reservation ends, the small one goes.
+        self.dispatcher.settle(self.context, big, dispatcher_mod.CREATED,
+                               now=NOW)
+        report = self.dispatcher.run_pass(now=NOW)
+        self.assertEqual([small], report.dispatched)
         self.assertIsNone(self.dispatcher.reservation.holder)
 
     def test_a_deposed_dispatcher_dispatches_nothing(self):

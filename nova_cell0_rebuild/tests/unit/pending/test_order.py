@@ -49,9 +49,11 @@ def room(**rooms):
 
 
 def run(waits, fits, settings=NO_RESERVE, in_flight=None, in_flight_total=0,
-        last_served=None, reservation=order.NO_RESERVATION, now=0):
+        last_served=None, reservation=order.NO_RESERVATION, now=0,
+        holder_in_flight=False):
     return order.plan(waits, fits, in_flight or {}, in_flight_total,
-                      last_served or {}, reservation, at(now), settings)
+                      last_served or {}, reservation, at(now), settings,
+                      holder_in_flight=holder_in_flight)
 
 
 def everyone(project):
@@ -289,14 +291,32 @@ class ReservationTest(testtools.TestCase):
         self.assertEqual((), got.dispatch)
         self.assertEqual(held, got.reservation)
 
-    def test_holder_that_fits_goes_first_then_the_others(self):
+    def test_holder_that_fits_goes_alone_and_holds_until_it_settles(self):
         held = order.Reservation('big', at(101))
         got = self._run(now=121, reservation=held, big=1)
-        self.assertEqual(('big', 's0', 's1', 's2'), got.dispatch)
-        # Held 20 s: nobody reserves for the next 20 s.
-        self.assertEqual(order.Reservation(cool_down_until=at(141)),
-                         got.reservation)
+        self.assertEqual(('big',), got.dispatch)
+        self.assertEqual(held, got.reservation)
         self.assertFalse(got.held_back)
+        # Dispatched, not settled: still nothing for the others.
+        got = run(self.smalls, room(small=3), settings=RESERVE,
+                  reservation=held, now=125, holder_in_flight=True)
+        self.assertEqual((), got.dispatch)
+        self.assertTrue(got.held_back)
+        self.assertEqual(held, got.reservation)
+        # Settled: held 30 s, nobody reserves for the next 30 s.
+        got = run(self.smalls, room(small=3), settings=RESERVE,
+                  reservation=held, now=131)
+        self.assertEqual(('s0', 's1', 's2'), got.dispatch)
+        self.assertEqual(order.Reservation(cool_down_until=at(161)),
+                         got.reservation)
+
+    def test_holder_in_flight_past_reserve_for_lets_the_others_go(self):
+        held = order.Reservation('big', at(101))
+        got = run(self.smalls, room(small=3), settings=RESERVE,
+                  reservation=held, now=160, holder_in_flight=True)
+        self.assertEqual(('s0', 's1', 's2'), got.dispatch)
+        self.assertEqual(order.Reservation(cool_down_until=at(201)),
+                         got.reservation)
 
     def test_old_one_that_fits_takes_its_turn_without_reserving(self):
         got = self._run(now=101, big=1, last_served={'b': 1, 's': 2})
@@ -337,11 +357,14 @@ class ReservationTest(testtools.TestCase):
         held = order.Reservation('big', at(101))
         got = run(self.waits + [older], room(small=3, big=1, odd=0),
                   settings=RESERVE, reservation=held, now=110)
-        self.assertEqual(('big', 's0', 's1', 's2'), got.dispatch)
-        # The next reservation is older's, after the cool-down.
+        self.assertEqual(('big',), got.dispatch)
+        # It settles at 115: cool-down until 129, then older's turn.
         got = run(self.smalls + [older], room(small=3, odd=0),
-                  settings=RESERVE, reservation=got.reservation, now=119)
-        self.assertEqual(order.Reservation('older', at(119)),
+                  settings=RESERVE, reservation=got.reservation, now=115)
+        self.assertEqual(('s0', 's1', 's2'), got.dispatch)
+        got = run(self.smalls + [older], room(small=3, odd=0),
+                  settings=RESERVE, reservation=got.reservation, now=129)
+        self.assertEqual(order.Reservation('older', at(129)),
                          got.reservation)
 
     def test_cap_reached_and_holder_fits_waits_without_reserving(self):
@@ -625,8 +648,14 @@ class Host(object):
                 for shape, size in sizes.items()}
 
 
-def simulate(waits, sizes, host, settings, seconds):
-    """Pass once a second; return dispatch times and held-back seconds."""
+def simulate(waits, sizes, host, settings, seconds, scheduled=tuple):
+    """Pass once a second; return dispatch times and held-back seconds.
+
+    :param scheduled: the order in which the scheduler places a pass's
+        rebuilds, from the order they were dispatched in: Nova schedules
+        each hand-off on its own, so the first dispatched is not always
+        the first placed.
+    """
     waits = {w.uuid: w for w in waits}
     state, served, done, held = order.NO_RESERVATION, {}, {}, 0
     for second in range(seconds):
@@ -637,7 +666,7 @@ def simulate(waits, sizes, host, settings, seconds):
                          settings)
         state, served = got.reservation, got.last_served
         held += got.held_back
-        for uuid in got.dispatch:
+        for uuid in scheduled(got.dispatch):
             w = waits[uuid]
             if host.free >= sizes[w.shape_key]:
                 host.free -= sizes[w.shape_key]
@@ -685,6 +714,20 @@ class ReservationBoundTest(testtools.TestCase):
         self.assertTrue(any(t <= after for t in done.values()))
         self.assertTrue(any(t > done['big'] for u, t in done.items()
                             if u != 'big'))
+
+    def test_holder_keeps_its_room_whatever_order_nova_places_in(self):
+        # The scheduler places a pass's rebuilds in any order: the small
+        # ones dispatched in the holder's pass, placed first, would take
+        # the room held for it, and the holder, buried again, would lose
+        # its reservation (found by review on the functional harness).
+        settings = order.Settings(max_in_flight=10, reserve_after_seconds=20,
+                                  reserve_for_seconds=30)
+        big = wait('big', 'big', queued=0, shape='big')
+        done, _ = simulate([big] + smalls(['a', 'b'], 400),
+                           {'small': 1, 'big': 4}, Host(2, capacity=64),
+                           settings, 200, scheduled=reversed)
+        self.assertIn('big', done)
+        self.assertLessEqual(done['big'], 20 + 30 + 1)
 
     def test_never_fitting_server_takes_at_most_half_the_time(self):
         settings = order.Settings(max_in_flight=10, reserve_after_seconds=30,

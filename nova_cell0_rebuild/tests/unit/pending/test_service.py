@@ -19,6 +19,7 @@ test_pending_service.py`` and ``tests/functional/db/
 test_pending_service_copies.py``.
 """
 
+import datetime
 import threading
 
 import oslo_messaging
@@ -26,6 +27,7 @@ import oslo_messaging
 from nova_cell0_rebuild import exception
 from nova_cell0_rebuild.pending import events
 from nova_cell0_rebuild.pending import leader
+from nova_cell0_rebuild.pending import order
 from nova_cell0_rebuild.pending import service as service_mod
 from nova_cell0_rebuild.tests.unit import base
 
@@ -53,6 +55,8 @@ class Clock(object):
 class FakeDispatcher(object):
     """Records what the service asks of it."""
 
+    holder_in_flight = False
+
     def __init__(self):
         self.calls = []
         self.in_flight = {}
@@ -72,6 +76,9 @@ class FakeDispatcher(object):
 
     def settle(self, context, uuid, signal):
         self.calls.append(('settle', uuid, signal))
+
+    def shape_opened(self, context, uuid):
+        self.calls.append(('shape_opened', uuid))
 
     def __getattr__(self, name):
         if name not in service_mod.PendingService.SWEEP_STEPS:
@@ -215,6 +222,11 @@ class ReadTest(base.TestCase):
         payload = _payload('ComputeTaskPayload', instance_uuid=UUID)
         self.assertIs(payload, events.read(events.BURIAL, payload).burial)
 
+    def test_a_wait_opened_is_shaped_at_once(self):
+        hint = events.read(events.WAIT_START, _payload(
+            'Cell0RebuildWaitPayload', instance_uuid=UUID, source='api'))
+        self.assertEqual((UUID, None), (hint.opened, hint.freed))
+
     def test_anything_else_means_nothing(self):
         self.assertFalse(events.read('instance.update', _payload()))
         self.assertFalse(events.read('instance.delete.end', 'garbage'))
@@ -335,6 +347,46 @@ class InboxTest(_ServiceTest):
                           ('settle', UUID, events.CREATE_START),
                           ('settle', OTHER, events.DELETE_END)],
                          self.dispatcher.calls)
+
+    def _settle_in_flight(self, uuid, holder):
+        service = self._service()
+        service.tick()
+        passes = self.dispatcher.passes()
+        self.dispatcher.in_flight[uuid] = object()
+        self.dispatcher.reservation = order.Reservation(
+            holder, datetime.datetime(2026, 12, 7, 9, 0))
+        self.dispatcher.holder_in_flight = holder in self.dispatcher.in_flight
+        self._info(service, 'instance.create.start', _payload(uuid=uuid))
+        service.tick()
+        self.assertIn(('settle', uuid, events.CREATE_START),
+                      self.dispatcher.calls)
+        self.clock.advance(self.conf.cell0_rebuild_pending
+                           .event_delay_seconds)
+        service.tick()
+        return self.dispatcher.passes() - passes
+
+    def test_the_reservation_holder_settling_asks_for_a_pass(self):
+        # Passes sent nothing while it was in flight: the others go at
+        # once, not at the next freed room or sweep.
+        self.assertEqual(1, self._settle_in_flight(UUID, holder=UUID))
+
+    def test_another_server_settling_asks_for_no_pass(self):
+        self.assertEqual(0, self._settle_in_flight(OTHER, holder=UUID))
+
+    def test_a_wait_opened_is_shaped_then_a_pass_looks_for_room(self):
+        service = self._service()
+        service.tick()
+        passes = self.dispatcher.passes()
+        self._info(service, events.WAIT_START, _payload(
+            'Cell0RebuildWaitPayload', instance_uuid=UUID))
+        self.assertEqual(self.conf.cell0_rebuild_pending.event_delay_seconds,
+                         service.tick())
+        self.assertEqual(('shape_opened', UUID), self.dispatcher.calls[-1])
+        self.assertEqual(passes, self.dispatcher.passes())
+        self.clock.advance(self.conf.cell0_rebuild_pending
+                           .event_delay_seconds)
+        service.tick()
+        self.assertEqual(passes + 1, self.dispatcher.passes())
 
     def test_the_endpoint_never_raises(self):
         service = self._service()
