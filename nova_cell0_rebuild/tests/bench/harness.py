@@ -113,8 +113,10 @@ class Harness(integrated_helpers.InstanceHelperMixin, test.TestCase):
         self.glance = self.useFixture(nova_fixtures.GlanceFixture(self))
         self.useFixture(nova_fixtures.CinderFixture(self))
         self.image_id = self.glance.image1['id']
-        self.useFixture(func_fixtures.PlacementFixture())
-        self.useFixture(nova_fixtures.NotificationFixture(self))
+        self.placement = self.useFixture(func_fixtures.PlacementFixture()).api
+        # B6 hands Nova's versioned notifications to the pending service.
+        self.notifier = self.useFixture(
+            nova_fixtures.NotificationFixture(self))
         self.useFixture(fixture.Cell0RebuildFixture())
         api_fixture = self.useFixture(
             nova_fixtures.OSAPIFixture(api_version='v2.1'))
@@ -187,12 +189,14 @@ class Harness(integrated_helpers.InstanceHelperMixin, test.TestCase):
                 resp.text[:500]))
         return resp
 
-    def server_body(self, name='bench'):
-        """The one server shape of the bench, for creates and burials."""
+    def server_body(self, name='bench', flavor=FLAVOR_ID):
+        """The one server shape of the bench, for creates and burials
+        (B6 gives its own flavors).
+        """
         return {'server': {
             'name': name,
             'imageRef': self.image_id,
-            'flavorRef': FLAVOR_ID,
+            'flavorRef': flavor,
             'networks': [{'uuid': self.neutron.network_1['id']}],
             'metadata': {'k1': 'v1', 'k2': 'v2'},
             'tags': ['t1', 't2'],
@@ -201,8 +205,9 @@ class Harness(integrated_helpers.InstanceHelperMixin, test.TestCase):
                 'source_type': 'image', 'destination_type': 'local'}],
         }}
 
-    def create_request(self):
-        return self.request('POST', '/servers', self.server_body())
+    def create_request(self, flavor=FLAVOR_ID):
+        return self.request('POST', '/servers',
+                            self.server_body(flavor=flavor))
 
     def rebuild_request(self, server_id):
         return self.request('POST', '/servers/%s/action' % server_id,
@@ -275,7 +280,7 @@ class Harness(integrated_helpers.InstanceHelperMixin, test.TestCase):
                     None if enabled else 'bench: bury servers')
                 service.save()
 
-    def bury(self, app, count, timeout=300.0, chunk=25):
+    def bury(self, app, count, timeout=300.0, chunk=25, flavor=FLAVOR_ID):
         """Create *count* servers through *app* while no compute can take
         them: Nova's conductor buries each in cell0 (NoValidHost).
 
@@ -291,7 +296,7 @@ class Harness(integrated_helpers.InstanceHelperMixin, test.TestCase):
             while len(buried) < count:
                 uuids = []
                 for _ in range(min(chunk, count - len(buried))):
-                    resp = self.call(app, self.create_request(), 202)
+                    resp = self.call(app, self.create_request(flavor), 202)
                     uuids.append(resp.json['server']['id'])
                 self.wait_for('cell0', uuids, 'error', timeout=timeout)
                 faults = self.latest_faults('cell0', uuids)

@@ -45,7 +45,8 @@ DATABASES = ('sqlite', 'mariadb')
 #: What ``--quick`` runs: every statement-count target at full size, and a
 #: latency sample too short to judge a ratio of a few per cent on a shared
 #: 2-core machine, so it is printed and does not decide the exit status.
-QUICK = dict(runs=3, b3_runs=4, warmup=1, b4_repeats=2, throughput=6)
+QUICK = dict(runs=3, b3_runs=4, warmup=1, b4_repeats=2, throughput=6,
+             b6_runs=3)
 #: The targets counted in statements, not timed: they hold on any machine.
 STATEMENT_TARGETS = ('B4 equal', 'B4 move')
 
@@ -71,6 +72,12 @@ def _parser():
         help='B4: operations counted per condition (default 5)')
     add('--throughput', type=int, default=200,
         help='B5: servers rebuilt, and servers created (default 200)')
+    add('--b6-runs', type=int, default=25,
+        help='interleaved rounds of B6, the waiting server against a user '
+             'who looks every 30 s (default 25)')
+    add('--b6-seed', type=int, default=27,
+        help="B6: seed of the user's phases, drawn per round in [0, 30) "
+             's (default 27)')
     add('--computes', type=int, default=10,
         help='fake computes (nova.virt.fake.FakeDriver, default 10): each '
              "build costs Nova one placement GET per server already on "
@@ -330,8 +337,10 @@ def main(argv=None):
             setattr(options, name, value)
     if options.render:
         return _render_only(options)
-    if options.runs < 1 or options.b3_runs < 1 or options.throughput < 2:
-        _parser().error('--runs, --b3-runs >= 1 and --throughput >= 2')
+    if (options.runs < 1 or options.b3_runs < 1 or options.b6_runs < 1 or
+            options.throughput < 2):
+        _parser().error('--runs, --b3-runs, --b6-runs >= 1 and '
+                        '--throughput >= 2')
     names = _database_names(options)
     # Thread pool start/stop lines would drown the table.
     logging.getLogger('nova.thread_pool_factory').setLevel(logging.WARNING)

@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The measurements B1-B5, run inside one harness (one process).
+"""The measurements B1-B6, run inside one harness (one process).
 
 Every comparison is interleaved: the arms take turns (A, B, C, then B, C,
 A, ...), each on a quiet system (no statement on any database for
@@ -23,6 +23,7 @@ import time
 from nova_cell0_rebuild.tests.bench import harness as harness_lib
 from nova_cell0_rebuild.tests.bench import profiling
 from nova_cell0_rebuild.tests.bench import sql
+from nova_cell0_rebuild.tests.bench import waiting
 
 REBUILD = 'rebuild'
 CREATE = 'create'
@@ -60,6 +61,7 @@ class Bench(object):
         self.b3()
         self.b4()
         self.b5()
+        self.b6()
         self.raw['scenario_seconds'] = time.monotonic() - started
 
     # -- one timed operation each --------------------------------------------
@@ -301,3 +303,17 @@ class Bench(object):
                             'wall_seconds': last - start})
         h.settle()
         self.raw['b5'] = {'batches': batches}
+
+    def b6(self):
+        """B6: a waiting server rebuilt by the pending service, against a
+        user who looks every 30 s and rebuilds by hand (``waiting``).
+
+        Last: it enables waits and versioned notifications for the rest
+        of the run.
+        """
+        started = time.monotonic()
+        raw = waiting.WaitingBench(self.h, self.options.b6_runs,
+                                   self.options.b6_seed).run()
+        raw['seconds'] = time.monotonic() - started
+        progress('B6: %.1f s', raw['seconds'])
+        self.raw['b6'] = raw
