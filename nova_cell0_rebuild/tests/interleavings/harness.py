@@ -20,7 +20,9 @@ casting actor waits, at a step point of its own), and one server buried in
 cell0 by a create that found no room. Its databases (API, cell0, cell1,
 placement; all in-memory SQLite) are then copied; each schedule starts
 from that copy (SQLite's online backup, milliseconds) with the lease clock
-frozen at a fixed time that only the actors move.
+frozen at a fixed time that only the actors move. In the pending
+service's world (``World.pending``) the server also waits for room before
+the copy is taken (pending_actors.open_wait).
 """
 
 import datetime
@@ -51,6 +53,7 @@ from nova_cell0_rebuild.tests.functional import base
 from nova_cell0_rebuild.tests.functional import test_move_faults
 from nova_cell0_rebuild.tests.interleavings import actors
 from nova_cell0_rebuild.tests.interleavings import invariants
+from nova_cell0_rebuild.tests.interleavings import pending_actors
 from nova_cell0_rebuild.tests.interleavings import reflect_once
 from nova_cell0_rebuild.tests.interleavings import step_points
 
@@ -138,6 +141,7 @@ class DroppedHandOffs(fixtures_lib.Fixture):
             return real_get_by_host(context, host)
 
         def build(*args, **kwargs):
+            world.note_hand_off()
             try:
                 return real_build(*args, **kwargs)
             except HandOffDropped:
@@ -158,9 +162,16 @@ class World(test_move_faults.MoveChecks, base.Cell0RebuildTestCase):
     the actors from this world, invariants.py checks it afterwards.
     """
 
+    #: Whether the server waits for room (pending_actors.open_wait) in
+    #: every schedule: the world of the pending service's actors.
+    pending = False
+
     def setUp(self):
         super().setUp()
         started = time.monotonic()
+        # What reset() clears, counted during the set-up too.
+        self.hand_offs = 0
+        self.wait_log = []
         # Casts made calls, and the compute's build threads run in the
         # caller's: a segment ends only when all it set off has ended.
         self.useFixture(nova_fixtures.CastAsCallFixture(self))
@@ -171,6 +182,7 @@ class World(test_move_faults.MoveChecks, base.Cell0RebuildTestCase):
         self.useFixture(DroppedHandOffs(self))
         self.useFixture(step_points.StepPoints(self.engine.step))
         self.useFixture(reflect_once.ReflectOnce())
+        self.useFixture(pending_actors.WaitLog(self))
         self.api_b, self.admin_api_b = self._second_api()
         self._start_compute('host1')
         self._set_capacity(False)
@@ -178,6 +190,8 @@ class World(test_move_faults.MoveChecks, base.Cell0RebuildTestCase):
         self.server_id = self.server['id']
         self.create_request_id = self._create_request_id()
         self._set_capacity(True)
+        if self.pending:
+            pending_actors.open_wait(self)
         self.engines = self._engines()
         self._count_writes()
         self.snapshot = Snapshot(self.engines)
@@ -272,6 +286,10 @@ class World(test_move_faults.MoveChecks, base.Cell0RebuildTestCase):
         self.notifier.reset()
         self.answers = []
         self.accepted = []
+        self.hand_offs = 0
+        self.wait_log = []
+        self.passes = []
+        self.errors = []
 
     def _reset_compute(self):
         """The compute forgets what it built: its databases went back."""
@@ -280,6 +298,14 @@ class World(test_move_faults.MoveChecks, base.Cell0RebuildTestCase):
         manager.rt.tracked_instances.clear()
         manager.rt.tracked_migrations.clear()
         manager.update_available_resource(self.admin_context)
+
+    def note_hand_off(self):
+        """Count a hand-off to the conductor of the server as a
+        BuildRequest: a move of it (the conductor builds from that).
+        """
+        server_id = getattr(self, 'server_id', None)  # None: set-up's
+        if server_id and self._where(server_id)[2]:
+            self.hand_offs += 1
 
     def drop_hand_off(self):
         """Nova's conductor drops the next hand-off (DroppedHandOffs)."""

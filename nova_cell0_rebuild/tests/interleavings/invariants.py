@@ -29,6 +29,17 @@ fixed phrase (the summary counts by it), the detail says what was seen.
    BuildRequest, group membership or allocation;
 7. ``stuck``: no server is still a BuildRequest once the heal of dropped
    hand-offs ran (Nova's conductor dropping one is an actor).
+
+In the pending service's world (the server waits, issue 27), once the
+service's sweep ran after every lease (``pending_actors.at_rest``):
+
+8. ``moved twice``: at most one move of the server (a hand-off to the
+   conductor of its BuildRequest);
+9. ``wait unsettled``: no wait row left ``dispatched``, and none left for
+   a server that is no longer in cell0;
+10. ``ended wait dispatched``: once a wait ended (the user's cancel), no
+    dispatch of it wins;
+11. ``pending error``: no pass of the dispatcher raises.
 """
 
 import json
@@ -38,6 +49,7 @@ import sqlalchemy as sa
 
 from nova_cell0_rebuild.operations import purge as purge_ops
 from nova_cell0_rebuild.tasks import heal
+from nova_cell0_rebuild.tests.interleavings import pending_actors
 
 #: The history that must reach the shadow tables, by action.
 SCHEDULING_FAILURE = 'No valid host'
@@ -259,10 +271,39 @@ def _stuck(world):
                'heal of dropped hand-offs' % mapped)
 
 
+def _pending(world):
+    """The pending service's invariants (8 to 11), once at rest."""
+    for name, error in world.errors:
+        yield ('pending error', '%s raised %s' % (name, error))
+    if world.hand_offs > 1:
+        yield ('moved twice', '%d hand-offs of the server to the conductor'
+               % world.hand_offs)
+    where = world._where(world.server_id)
+    for state, token, attempts in _rows(
+            world.engines['api'], 'SELECT state, lease_token, attempts '
+            'FROM cell0_rebuild_waits WHERE instance_uuid = :u',
+            u=world.server_id):
+        if state == 'dispatched':
+            yield ('wait unsettled', 'dispatched (attempt %d) at rest; '
+                   'server: %s' % (attempts, where))
+        elif not where[1]:
+            yield ('wait unsettled', '%s, yet the server is not in cell0: '
+                   '%s' % (state, where))
+    ended = False
+    for name, won in world.wait_log:
+        if name == 'end' and won:
+            ended = True
+        elif name == 'dispatch' and won and ended:
+            yield ('ended wait dispatched', 'wait CAS log: %s'
+                   % world.wait_log)
+
+
 def check(world, tables):
     """Every invariant after one schedule: a list of (kind, detail)."""
     deleted = bool(_accepted(world, 'delete'))
     _heal_at_rest(world)
+    if world.pending:
+        pending_actors.at_rest(world)
     found = list(_found(world, deleted))
     violations = found + list(_answers(world))
     violations += list(_homes(world, deleted))
@@ -270,6 +311,8 @@ def check(world, tables):
     violations += list(_journal_in_progress(world))
     violations += list(_stuck(world))
     violations += list(_allocations(world, deleted))
+    if world.pending:
+        violations += list(_pending(world))
     if deleted:
         violations += list(_history(world, tables))
     return violations

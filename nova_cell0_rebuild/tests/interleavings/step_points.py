@@ -30,6 +30,8 @@ _ROWS = 'nova_cell0_rebuild.adapters.nova_cell0_rows.'
 _BUILD_REQUESTS = 'nova_cell0_rebuild.adapters.nova_build_requests.'
 _REQUEST_SPECS = 'nova_cell0_rebuild.adapters.nova_request_specs.'
 _JOURNAL = 'nova_cell0_rebuild.objects.move_journal.MoveJournal.'
+_WAIT = 'nova_cell0_rebuild.objects.cell0_wait.Cell0Wait.'
+_EPOCH = 'nova_cell0_rebuild.objects.pending_epoch.PendingEpoch.'
 
 #: (label, dotted name, also after the call): the label is what a
 #: schedule's trace shows.
@@ -71,10 +73,26 @@ STEP_POINTS = [
      'nova_cell0_rebuild.operations.purge.purge_journals', False),
     ('purge stashes',
      'nova_cell0_rebuild.tasks.server_history.write_back_or_keep', False),
+    # The pending service (pending/dispatcher.py, pending/settle.py): the
+    # epoch's heartbeat before each dispatch (the fence), the wait's
+    # compare-and-swaps that take it (the dispatcher) or end it (the
+    # user's DELETE .../wait, a deadline), and the settle of a dispatch.
+    ('epoch check', _EPOCH + 'heartbeat', False),
+    ('wait dispatch', _WAIT + 'dispatch', False),
+    ('wait end', _WAIT + 'end', False),
+    ('settle', 'nova_cell0_rebuild.pending.settle.Settling.settle', False),
     # nova-manage db archive_deleted_rows is one step: it archives each
     # cell inside Nova's target_cell, where the harness serializes cells
     # with a lock, and an actor must not pause holding it.
 ]
+
+
+#: The pending service's own step points; its actors run through the
+#: others (MOVE), see pending_actors.py.
+PENDING = ('epoch check', 'wait dispatch', 'wait end', 'settle')
+
+#: Every other step point: a move's, heal's, a delete's, purge's.
+MOVE = frozenset(label for label, _, _ in STEP_POINTS) - set(PENDING)
 
 
 def _resolve(dotted):

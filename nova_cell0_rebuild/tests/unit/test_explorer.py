@@ -146,6 +146,22 @@ class ReplayTest(base.BaseTestCase):
         engine.step('nothing runs')
         self.assertFalse(engine.active)
 
+    def test_an_actor_runs_through_the_step_points_it_passes(self):
+        engine = explorer.Explorer(watchdog=5)
+
+        def through(name, passes):
+            def run():
+                for point in ('p', 'q', 'p'):
+                    engine.step(point)
+            return explorer.Actor(name, run, passes=passes)
+        actors = [through('a', ()), through('b', ('p',))]
+        runs = list(explorer.explore(lambda prefix, chooser: engine.run(
+            actors, prefix, chooser)))
+        # a: 4 segments, b: 2 (it stops at q only): C(6, 2).
+        self.assertEqual(15, len(runs))
+        self.assertEqual({'start', 'q'}, {at for name, at in runs[0].steps
+                                          if name == 'b'})
+
     def test_seeded_choices_are_reproducible(self):
         world = _World({'a': 2, 'b': 2, 'c': 1})
         first = world.run(chooser=explorer.random_chooser(7)).choices
