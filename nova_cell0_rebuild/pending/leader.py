@@ -92,6 +92,11 @@ class Leadership(object):
         self.epoch = None
         self._coordinator = None
         self._lock = None
+        #: Whether this copy acquired the tooz lock (and has not released
+        #: it): only then does stepping down release it. A standby that
+        #: released a lock it never held would make tooz's redis driver
+        #: log an ERROR at each of its stops.
+        self._holding = False
 
     @property
     def leading(self):
@@ -129,14 +134,15 @@ class Leadership(object):
             self._refuse_if_another_copy_beats()
         elif not self._lock.acquire(blocking=False):
             return None
+        else:
+            self._holding = True
         try:
             self.epoch = objects.PendingEpoch.take(
                 self.context, NAME, self.holder, now=self.clock())
         except BaseException:
             # Not leading: a lock kept here would answer False to this
             # copy's next acquire, and to every other copy's, for ever.
-            if self._lock is not None:
-                self._lock.release()
+            self._release()
             raise
         LOG.info('This copy (%s) dispatches waits for room, epoch %d',
                  self.holder, self.epoch)
@@ -167,12 +173,17 @@ class Leadership(object):
 
     def _step_down(self):
         self.epoch = None
-        if self._lock is not None:
-            try:
-                self._lock.release()
-            except coordination.ToozError:
-                LOG.warning('Could not release the tooz lock %s',
-                            LOCK_NAME, exc_info=True)
+        try:
+            self._release()
+        except coordination.ToozError:
+            LOG.warning('Could not release the tooz lock %s',
+                        LOCK_NAME, exc_info=True)
+
+    def _release(self):
+        """Release the tooz lock if this copy holds it."""
+        if self._lock is not None and self._holding:
+            self._holding = False
+            self._lock.release()
 
     def _refuse_if_another_copy_beats(self):
         current = objects.PendingEpoch.get(self.context, NAME)

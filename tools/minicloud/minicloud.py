@@ -61,6 +61,8 @@ DATABASES = ('keystone', 'placement', 'glance', 'nova_api', 'nova_cell0',
 #: Stock Aardvark's versions (tests/cloud/test_aardvark.py).
 AARDVARK_VERSIONS = ('all_in_one', 'master')
 EPMD_PORT = 4369
+#: What the elected copy of nova-cell0-rebuild-pending logs.
+PENDING_ELECTED = 'dispatches waits for room, epoch'
 
 
 class MiniCloud(object):
@@ -212,6 +214,8 @@ class MiniCloud(object):
         for host in COMPUTES:
             self._write('etc/nova/%s.conf' % host,
                         configs.compute_conf(self.workdir, host))
+        if configs.PENDING:
+            self._write('etc/nova/pending.conf', configs.pending_conf())
         for name in ('glance/images', 'glance/staging', 'glance/tasks',
                      'nova/locks', 'nova/state', 'keystone'):
             os.makedirs(self._path(name), exist_ok=True)
@@ -424,6 +428,30 @@ class MiniCloud(object):
         conn.close()
         return {'image_id': image.id, 'flavors': flavors}
 
+    def _pending(self):
+        """Two copies of nova-cell0-rebuild-pending, as the admin page runs
+        them: nova.conf, then a file with the coordination URL.
+
+        :returns: once one copy dispatches and both run.
+        """
+        for name in configs.PENDING_COPIES:
+            self.procs.start(name, [
+                self._bin('nova-cell0-rebuild-pending')] + self._nova_conf()
+                + ['--config-file', self._path('etc', 'nova',
+                                               'pending.conf')])
+
+        def both_alive():
+            for name in configs.PENDING_COPIES:
+                self.procs.check_alive(name)
+
+        def one_dispatches():
+            return any(PENDING_ELECTED in processes.tail(
+                self.procs.log_path(name), 100000)
+                for name in configs.PENDING_COPIES)
+
+        processes.wait_for('a copy of nova-cell0-rebuild-pending elected',
+                           one_dispatches, 120, watch=both_alive)
+
     def _upgrade_check(self):
         self.procs.run('plugin-install', [
             self._bin('nova-cell0-rebuild-status')] + self._nova_conf() + [
@@ -472,6 +500,10 @@ class MiniCloud(object):
                        ('nova db + plugin', self._nova_db), *venvs)
         self._timed('services', self._services)
         contents = self._timed('image and flavors', self._contents)
+        if configs.PENDING:
+            # Before the upgrade check: it warns while waits are enabled
+            # and no copy dispatches.
+            self._timed('pending service', self._pending)
         self._timed('upgrade check', self._upgrade_check)
         clouds = self._write('clouds.yaml', identity.clouds_yaml())
         self.timings['bring-up'] = round(time.monotonic() - started, 1)
@@ -490,6 +522,10 @@ class MiniCloud(object):
             'source_tree': SOURCE_TREE,
             'timings': self.timings,
             'database': configs.DATABASE,
+            'pending': {
+                'copies': list(configs.PENDING_COPIES) if configs.PENDING
+                else [],
+                'conf': self._path('etc', 'nova', 'pending.conf')},
         }
         if galera.enabled():
             description['galera'] = galera.description()

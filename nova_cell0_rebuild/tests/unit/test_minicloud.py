@@ -62,3 +62,41 @@ class LeftoverPidsTest(base.BaseTestCase):
             ['timeout', '60', sys.executable, '-c', LEFTOVERS, self.workdir,
              MINICLOUD], capture_output=True, text=True, check=True)
         self.assertEqual([service.pid], json.loads(done.stdout))
+
+
+#: Prints [cell0_rebuild_pending] of nova.conf and of pending.conf.
+PENDING_SECTIONS = (
+    'import configparser, json, sys; sys.path.insert(0, sys.argv[1]); '
+    'import configs; '
+    'nova, pending = [configparser.ConfigParser(default_section="-") '
+    'for _ in "ab"]; '
+    'nova.read_string(configs.nova_conf("/w")); '
+    'pending.read_string(configs.pending_conf()); '
+    'print(json.dumps([dict(nova["cell0_rebuild_pending"]), '
+    'dict(pending["cell0_rebuild_pending"]), configs.PENDING_COPIES if '
+    'configs.PENDING else []]))')
+
+
+class PendingConfigTest(base.BaseTestCase):
+    """The waits the minicloud enables, and where its copies elect."""
+
+    def _sections(self, database):
+        env = dict(os.environ, MINICLOUD_DATABASE=database)
+        done = subprocess.run([sys.executable, '-c', PENDING_SECTIONS,
+                               MINICLOUD], capture_output=True, text=True,
+                              check=True, env=env)
+        return json.loads(done.stdout)
+
+    def test_waits_enabled_with_two_copies_on_redis(self):
+        nova, pending, copies = self._sections('mariadb')
+        self.assertEqual({'enabled': 'true', 'projects': '*'}, nova)
+        self.assertEqual('redis://127.0.0.1:6379',
+                         pending['coordination_url'])
+        self.assertEqual(['pending-1', 'pending-2'], copies)
+
+    def test_galera_mode_no_waits(self):
+        # No redis there, and the upgrade check warns while waits are
+        # enabled and no copy dispatches.
+        nova, _, copies = self._sections('galera')
+        self.assertEqual({'enabled': 'false'}, nova)
+        self.assertEqual([], copies)

@@ -17,6 +17,7 @@ SQLite, MySQL/MariaDB and PostgreSQL.
 """
 
 import datetime
+import logging
 import os
 import shutil
 import socket
@@ -200,6 +201,28 @@ class _LeaderTest(object):
         # Both hold "the" lock for a moment; only the epoch's own acts.
         self.assertFalse(first.renew())
         self.assertTrue(second.renew())
+
+    def test_through_redis_a_standby_stops_without_an_error(self):
+        # A standby never held the lock: stopping must not release it.
+        # tooz's redis driver logs an ERROR ("Unable to release lock") for
+        # a lock not owned, at every clean stop of every standby (seen in
+        # the cloud job's logs), and operators alert on ERROR.
+        server = self.useFixture(RedisServer())
+        if server.skipped:
+            self.skipTest('redis-server is not installed')
+        self.url = server.url
+        log = self.useFixture(fixtures.FakeLogger(
+            name='tooz', level=logging.DEBUG))
+        first, second = self._copy('host-a:1'), self._copy('host-b:2')
+        self.assertEqual(1, first.elect())
+        self.assertIsNone(second.elect())
+        second.stop()
+        self.assertNotIn('Unable to release', log.output)
+        self.assertTrue(first.renew())
+        # The leader's own stop releases its lock, quietly, for the next.
+        first.stop()
+        self.assertNotIn('Unable to release', log.output)
+        self.assertEqual(2, self._copy('host-c:3').elect())
 
 
 globals().update(base.backends(_LeaderTest))
