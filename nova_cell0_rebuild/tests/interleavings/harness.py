@@ -455,3 +455,39 @@ def describe(violations):
             kind, len(found), first['spec'], first['detail'],
             first['trace']))
     return '\n'.join(lines)
+
+
+def balanced(pairs, classes, cost):
+    """Pairs in *classes* groups of about equal *cost*, heaviest first."""
+    groups = [[] for _ in range(classes)]
+    costs = [0] * classes
+    for pair in sorted(pairs, key=cost, reverse=True):
+        lightest = costs.index(min(costs))
+        groups[lightest].append(pair)
+        costs[lightest] += cost(pair)
+    return groups
+
+
+def _pairs_test(pairs):
+    def test_every_interleaving(self):
+        self.explore(self.pairs)
+    return test_every_interleaving
+
+
+def pair_classes(module, name, pairs, classes, cost, **attributes):
+    """Exploration classes that explore *pairs*, spread over *classes* of
+    about equal cost, so that stestr's workers share them evenly.
+
+    :param module: the test module's ``__name__``: its test ids.
+    :param name: the classes' name, formatted with their number.
+    :param attributes: set on each class (``pending=True``: its world).
+    :returns: {class name: class}, for the test module's globals.
+    """
+    found = {}
+    for number, group in enumerate(balanced(pairs, classes, cost)):
+        class_name = name % number
+        found[class_name] = type(class_name, (Exploration,), dict(
+            attributes, __module__=module,
+            __doc__='Pairs: %s.' % ', '.join('+'.join(p) for p in group),
+            pairs=group, test_every_interleaving=_pairs_test(group)))
+    return found

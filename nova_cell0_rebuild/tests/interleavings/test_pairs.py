@@ -52,27 +52,5 @@ def _cost(pair):
     return 16 if {'delete', 'purge'} <= set(pair) else 5
 
 
-def balanced(pairs, classes):
-    """Pairs in *classes* groups of about equal cost, heaviest first."""
-    groups = [[] for _ in range(classes)]
-    costs = [0] * classes
-    for pair in sorted(pairs, key=_cost, reverse=True):
-        lightest = costs.index(min(costs))
-        groups[lightest].append(pair)
-        costs[lightest] += _cost(pair)
-    return groups
-
-
-def _pairs_test(pairs):
-    def test_every_interleaving(self):
-        self.explore(self.pairs)
-    return test_every_interleaving
-
-
-for _number, _pairs in enumerate(balanced(PAIRS, CLASSES)):
-    _name = 'Pairs%02dTest' % _number
-    globals()[_name] = type(_name, (harness.Exploration,), {
-        '__doc__': 'Pairs: %s.' % ', '.join('+'.join(p) for p in _pairs),
-        'pairs': _pairs,
-        'test_every_interleaving': _pairs_test(_pairs)})
-del _number, _pairs, _name
+globals().update(harness.pair_classes(
+    __name__, 'Pairs%02dTest', PAIRS, CLASSES, _cost))

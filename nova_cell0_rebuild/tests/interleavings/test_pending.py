@@ -51,30 +51,9 @@ COST = {('purge', 'pending'): 70, ('rebuild_a', 'cancel'): 30,
         ('heal_a', 'cancel'): 3, ('lock', 'cancel'): 3}
 
 
-def balanced(pairs, classes):
-    groups = [[] for _ in range(classes)]
-    costs = [0] * classes
-    for pair in sorted(pairs, key=lambda p: COST.get(p, 10), reverse=True):
-        lightest = costs.index(min(costs))
-        groups[lightest].append(pair)
-        costs[lightest] += COST.get(pair, 10)
-    return groups
-
-
-def _pairs_test(pairs):
-    def test_every_interleaving(self):
-        self.explore(self.pairs)
-    return test_every_interleaving
-
-
-for _number, _pairs in enumerate(balanced(PAIRS, CLASSES)):
-    _name = 'PendingPairs%02dTest' % _number
-    globals()[_name] = type(_name, (harness.Exploration,), {
-        '__doc__': 'Pairs: %s.' % ', '.join('+'.join(p) for p in _pairs),
-        'pending': True,
-        'pairs': _pairs,
-        'test_every_interleaving': _pairs_test(_pairs)})
-del _number, _pairs, _name
+globals().update(harness.pair_classes(
+    __name__, 'PendingPairs%02dTest', PAIRS, CLASSES,
+    lambda pair: COST.get(pair, 10), pending=True))
 
 
 class PendingSampleTest(harness.Exploration):
