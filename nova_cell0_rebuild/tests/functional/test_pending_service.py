@@ -66,16 +66,20 @@ class PendingServiceTest(test_pending_dispatcher._PendingTestBase):
                 method({}, note['publisher_id'], note['event_type'],
                        note['payload'], {})
 
+    def _fill(self):
+        """Project b's server that takes host1's two VCPUs, ACTIVE."""
+        return self._wait_for_state_change(self.api_b.post_server(
+            {'server': self._build_server(
+                image_uuid=self.image_id, flavor_id='pair',
+                networks='none')}), 'ACTIVE')
+
     def _tick_after(self, seconds):
         self.clock.now += seconds
         return self.service.tick()
 
     def test_room_freed_by_a_deletion_rebuilds_the_waiting_server(self):
         self._start_compute('host1')
-        filler = self._wait_for_state_change(self.api_b.post_server(
-            {'server': self._build_server(
-                image_uuid=self.image_id, flavor_id='pair',
-                networks='none')}), 'ACTIVE')
+        filler = self._fill()
         waiter = self._bury(self.api_a)
         self.service.start()
         self.assertTrue(self.service.leading)
@@ -117,10 +121,7 @@ class PendingServiceTest(test_pending_dispatcher._PendingTestBase):
         # request shape, which only the sweep computed (every 300 s by
         # default): room freed meanwhile went to nobody.
         self._start_compute('host1')
-        filler = self._wait_for_state_change(self.api_b.post_server(
-            {'server': self._build_server(
-                image_uuid=self.image_id, flavor_id='pair',
-                networks='none')}), 'ACTIVE')
+        filler = self._fill()
         server = self._bury(self.api_a, opt_in=None)
         self.service.start()
         self._deliver()
